@@ -1,0 +1,5 @@
+"""``python -m moot`` runs the command line."""
+
+from moot.cli import main
+
+main()

@@ -1,0 +1,58 @@
+"""The ``scripted`` backend: replays scripted replies, for unit tests of protocol logic only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
+from moot.errors import BackendError
+
+Responder = Callable[[GenerationRequest, int], str]
+
+
+class ScriptedBackend:
+    """Answers from a list of replies (consumed in order) or a function of (request, sample index).
+
+    Every request is recorded in ``requests`` so tests can check what each caller was shown.
+    Token counts are whitespace word counts; log-probabilities, when asked, are -0.5 per word.
+    """
+
+    name = "scripted"
+
+    def __init__(self, replies: Iterable[str] | Responder, model: str = "scripted"):
+        self._responder = replies if callable(replies) else None
+        self._queue = [] if callable(replies) else list(replies)
+        self._model = model
+        self.requests: list[GenerationRequest] = []
+
+    @property
+    def model_id(self) -> str:
+        return self._model
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return True
+
+    async def check(self) -> None:
+        return None
+
+    async def generate(self, request: GenerationRequest) -> Reply:
+        self.requests.append(request)
+        samples = []
+        for index in range(request.n):
+            text = self._next(request, index)
+            words = text.split()
+            prompt_tokens = sum(len(m.content.split()) for m in request.messages)
+            logprobs = tuple(TokenLogprob(w, -0.5) for w in words) if request.logprobs else None
+            samples.append(Sample(text, "stop", prompt_tokens, len(words), 0.0, logprobs))
+        return Reply(samples=tuple(samples), model=self._model)
+
+    def _next(self, request: GenerationRequest, index: int) -> str:
+        if self._responder is not None:
+            return self._responder(request, index)
+        if not self._queue:
+            raise BackendError("scripted backend ran out of replies")
+        return self._queue.pop(0)
+
+    async def aclose(self) -> None:
+        return None

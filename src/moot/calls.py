@@ -1,0 +1,54 @@
+"""The one place every model call goes through: it counts calls, samples, tokens and latency."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from moot.backends.base import Backend, GenerationRequest, Reply
+
+
+@dataclass
+class Usage:
+    """Running totals of model calls (mutable on purpose: it is a counter)."""
+
+    calls: int = 0
+    samples: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    errors: int = 0
+    by_model: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reply: Reply) -> None:
+        self.calls += 1
+        self.samples += len(reply.samples)
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.latency_s += sum(s.latency_s for s in reply.samples)
+        self.by_model[reply.model] = self.by_model.get(reply.model, 0) + 1
+
+    def merge(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.samples += other.samples
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.latency_s += other.latency_s
+        self.errors += other.errors
+        for model, count in other.by_model.items():
+            self.by_model[model] = self.by_model.get(model, 0) + count
+
+
+class Caller:
+    """Sends requests to backends and keeps the count. Failed calls are counted as errors."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+
+    async def call(self, backend: Backend, request: GenerationRequest) -> Reply:
+        try:
+            reply = await backend.generate(request)
+        except Exception:
+            self.usage.errors += 1
+            raise
+        self.usage.add(reply)
+        return reply

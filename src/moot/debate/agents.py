@@ -1,0 +1,42 @@
+"""Agents: a name, a backend, sampling settings and an optional persona."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from moot.backends.base import Backend, BackendConfig
+
+
+class Sampling(BaseModel):
+    """Sampling settings of one agent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(default=512, ge=1)
+
+
+class AgentSpec(BaseModel):
+    """The configuration of one agent. ``persona`` is its system prompt (overrides the task's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    backend: BackendConfig = BackendConfig()
+    sampling: Sampling = Sampling()
+    persona: str | None = None
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent ready to speak: its spec and the backend instance serving it."""
+
+    spec: AgentSpec
+    backend: Backend
+
+    @property
+    def name(self) -> str:
+        return self.spec.name

@@ -1,0 +1,40 @@
+"""Aggregation of a round's answers into the system's answer."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal
+
+from moot.debate.records import Vote
+
+TieRule = Literal["first", "random", "abstain"]
+
+
+def majority_vote(answers: Sequence[str | None], tie_rule: TieRule = "first", seed: int = 0) -> Vote:
+    """Plurality over parsed answers; ``None`` (unparsed) does not vote.
+
+    Ties between answers with the top count are broken by ``tie_rule``:
+    ``first``: the answer of the earliest agent in order among the tied (Du et al.);
+    ``random``: uniformly among the tied, from ``seed`` (reproducible);
+    ``abstain``: no answer.
+    """
+    parsed = [a for a in answers if a is not None]
+    counts = Counter(parsed)
+    order = list(dict.fromkeys(parsed))  # first appearance, i.e. earliest agent
+    ranked = tuple((a, counts[a]) for a in order)
+    unparsed = len(answers) - len(parsed)
+    if not parsed:
+        return Vote(ranked, None, (), unparsed)
+    top = max(counts.values())
+    tied = tuple(a for a in order if counts[a] == top)
+    if len(tied) == 1 or tie_rule == "first":
+        winner: str | None = tied[0]
+    elif tie_rule == "random":
+        winner = random.Random(seed).choice(tied)
+    elif tie_rule == "abstain":
+        winner = None
+    else:
+        raise ValueError(f"unknown tie rule {tie_rule!r}")
+    return Vote(ranked, winner, tied, unparsed)

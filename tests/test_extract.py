@@ -1,0 +1,58 @@
+"""The arithmetic extractor on awkward replies (hand-checked expectations)."""
+
+import pytest
+
+from moot.tasks.arithmetic import ArithmeticTask
+from moot.tasks.base import ParseStatus
+from moot.tasks.extract import boxed_contents, canonical_number, last_number, numbers_equal
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("The answer is 275.", "275"),
+        ("so the result = -12.", "-12"),
+        ("The total is 1,234", "1234"),
+        ("Total: 1,234,567!", "1234567"),
+        ("Hence the value is −45", "-45"),  # unicode minus
+        (r"We get \boxed{-7}. Check: 3*4 = 12", "-7"),  # a boxed answer wins over later numbers
+        (r"\boxed{1,024}", "1024"),
+        (r"$$\boxed{ 42 }$$", "42"),
+        ("10+20*23+3-11*18 = 10+460+3-198 = 275", "275"),
+        ("8 - 12 = -4", "-4"),
+        ("x - 5", "5"),  # binary minus after a letter is not a sign
+        ("10-12", "12"),  # binary minus between digits is not a sign
+        ("- 275", "275"),  # a list bullet is not a sign
+        ("The answer is **-3**.", "-3"),
+        ("It is 2.50 exactly.", "2.5"),
+        ("It equals 275.0", "275"),
+        ("Step 1: 3*4=12\nStep 2: 12+1=13\n", "13"),
+        ("(-4)", "-4"),
+        ("I cannot compute this.", None),
+        ("", None),
+        ("12,5", None),  # ambiguous decimal comma: not guessed
+    ],
+)
+def test_last_number(reply: str, expected: str | None) -> None:
+    assert last_number(reply) == expected
+
+
+def test_extraction_status_marks_unparsed_replies() -> None:
+    task = ArithmeticTask()
+    assert task.extract("no number here").status is ParseStatus.UNPARSED
+    assert task.extract("no number here").answer is None
+    parsed = task.extract("The answer is -3.")
+    assert (parsed.answer, parsed.status) == ("-3", ParseStatus.PARSED)
+
+
+def test_canonical_numbers_and_equality() -> None:
+    assert canonical_number("1,000") == "1000"
+    assert canonical_number("-0.50") == "-0.5"
+    assert canonical_number("abc") is None
+    assert numbers_equal("275", "275.0")
+    assert not numbers_equal("275", "-275")
+    assert not numbers_equal("x", "1")
+
+
+def test_boxed_contents_balance_nested_braces() -> None:
+    assert boxed_contents(r"\boxed{\frac{1}{2}} and \boxed{3}") == [r"\frac{1}{2}", "3"]

@@ -34,3 +34,13 @@ def test_render_uses_du_wording_and_scoring_is_numeric() -> None:
     assert task.score(q.gold, q)
     assert task.score(q.gold + ".0", q)
     assert not task.score(str(int(q.gold) + 1), q)
+
+
+def test_free_question_uses_the_tasks_format_and_extractor_and_never_scores() -> None:
+    from moot.tasks.free import FreeQuestionTask
+
+    free = FreeQuestionTask(ArithmeticTask())
+    q = free.question("What is 2+2?")
+    assert free.render(q) == "What is 2+2? Make sure to state your answer at the end of the response."
+    assert free.extract("It is 4.").answer == "4"
+    assert not free.score("4", q)

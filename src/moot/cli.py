@@ -277,15 +277,15 @@ def ask(
     from rich.panel import Panel
 
     from moot.runner.evaluate import close_agents, evaluate
-    from moot.tasks import Question, get_task
+    from moot.tasks import get_task
+    from moot.tasks.free import FreeQuestionTask
 
-    the_task = get_task(task)
+    item_task = FreeQuestionTask(get_task(task))
     spec, specs = _setup(
         protocol, agents, rounds, tie_rule, backend, model, base_url, api_key_env,
         temperature, top_p, max_tokens, system_prompt, threads, context,
     )  # fmt: skip
-    item = Question(id="ask", prompt=question, gold="")
-    item_task = _FreeQuestion(the_task)
+    item = item_task.question(question)
 
     def on_round(_: Any, record: Any) -> None:
         console.rule(f"round {record.index}")
@@ -314,28 +314,6 @@ def ask(
         f"model calls {usage.calls} · prompt tokens {usage.prompt_tokens:,} · completion tokens "
         f"{usage.completion_tokens:,} · wall time {outcome.wall_s:.1f} s"
     )
-
-
-class _FreeQuestion:
-    """A task wrapper for a user's own question: the question text is asked as is, with the task's format request."""
-
-    def __init__(self, task: Any):
-        self._task = task
-        self.name = task.name
-        self.answer_instruction = task.answer_instruction
-        self.system_prompt = task.system_prompt
-
-    def questions(self, count: int, seed: int) -> list[Any]:
-        return []
-
-    def render(self, question: Any) -> str:
-        return f"{question.prompt} {self.answer_instruction}"
-
-    def extract(self, text: str) -> Any:
-        return self._task.extract(text)
-
-    def score(self, answer: str, question: Any) -> bool:
-        return False
 
 
 @models_app.command("list")

@@ -14,7 +14,7 @@ from moot.debate.protocols import ProtocolSpec
 from moot.debate.records import DebateResult, FinalStatus, RoundRecord, Turn
 from moot.errors import BackendError, ConfigError
 from moot.seeds import derive_seed
-from moot.tasks.base import ParseStatus, Question, Task
+from moot.tasks.base import Question, Task
 
 ROUND_CONVENTION = (
     "round 0: independent answers; round r >= 1: every agent sees its peers' round r-1 replies "
@@ -51,14 +51,13 @@ async def _speak(
     reply = await caller.call(agent.backend, request)
     sample = reply.samples[0]
     extraction = task.extract(sample.text)
-    parsed = extraction.status is ParseStatus.PARSED and extraction.answer is not None
     return Turn(
         agent=agent.name,
         round=round_index,
         text=sample.text,
         answer=extraction.answer,
         parse_status=extraction.status,
-        correct=task.score(extraction.answer, question) if parsed and extraction.answer is not None else False,
+        correct=extraction.answer is not None and task.score(extraction.answer, question),
         finish_reason=sample.finish_reason,
         prompt_tokens=sample.prompt_tokens,
         completion_tokens=sample.completion_tokens,

@@ -1,0 +1,32 @@
+"""A user's own question, asked as written and read with another task's answer extractor."""
+
+from __future__ import annotations
+
+from moot.tasks.base import Extraction, Question, Task
+
+
+class FreeQuestionTask:
+    """Wraps a task for questions that come from the user (``moot ask``): there is no gold
+    answer, so nothing is ever scored correct; the wrapped task gives the format request,
+    system prompt and extractor."""
+
+    def __init__(self, task: Task):
+        self._task = task
+        self.name = f"{task.name} (own question)"
+        self.answer_instruction = task.answer_instruction
+        self.system_prompt = task.system_prompt
+
+    def question(self, text: str) -> Question:
+        return Question(id="ask", prompt=text, gold="")
+
+    def questions(self, count: int, seed: int) -> list[Question]:
+        raise NotImplementedError("a free question task has no question set")
+
+    def render(self, question: Question) -> str:
+        return f"{question.prompt} {self.answer_instruction}"
+
+    def extract(self, text: str) -> Extraction:
+        return self._task.extract(text)
+
+    def score(self, answer: str, question: Question) -> bool:
+        return False

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.servers import free_port
+
 
 def moot(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -39,9 +41,7 @@ def test_bad_options_give_one_line_errors(args: list[str], message: str) -> None
 
 
 def test_unreachable_server_and_bad_model_files(tmp_path: Path) -> None:
-    with __import__("socket").socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     result = moot("run", "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "-q", "1")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == f"moot: error: cannot reach http://127.0.0.1:{port}/v1: Connection error."

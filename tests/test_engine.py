@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import cast
 
 import pytest
-from conftest import scripted_agents
 
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend
@@ -15,6 +14,7 @@ from moot.debate.engine import call_seed
 from moot.errors import ConfigError
 from moot.tasks.arithmetic import STEP_BY_STEP, ArithmeticTask
 from moot.tasks.base import ParseStatus, Question
+from tests.helpers import scripted_agents
 
 TASK = ArithmeticTask()
 QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")

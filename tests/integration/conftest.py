@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -13,21 +12,14 @@ from pathlib import Path
 import pytest
 
 from moot.models import REGISTRY, TEST_MODEL, assemble
+from tests.integration.servers import SERVER_KEY, free_port
 
-SERVER_KEY_ENV = "MOOT_TEST_SERVER_KEY"
-SERVER_KEY = "test-key-not-a-secret"
 
 
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
     """The embedded 0.5B model (installed by `make test`); missing packages fail the test loudly."""
     return assemble(REGISTRY[TEST_MODEL])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

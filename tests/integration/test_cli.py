@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import SERVER_KEY, SERVER_KEY_ENV
+from tests.integration.servers import SERVER_KEY, SERVER_KEY_ENV
 
 pytestmark = pytest.mark.model
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import SERVER_KEY, SERVER_KEY_ENV, free_port
+from tests.integration.servers import SERVER_KEY, SERVER_KEY_ENV, free_port
 
 from moot.backends.base import BackendConfig, GenerationRequest, Message
 from moot.backends.openai_api import OpenAIBackend

@@ -1,4 +1,4 @@
-"""Shared helpers: scripted agents for protocol-logic tests."""
+"""Shared test helpers: scripted agents for protocol-logic tests."""
 
 from __future__ import annotations
 

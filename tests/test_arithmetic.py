@@ -44,3 +44,15 @@ def test_free_question_uses_the_tasks_format_and_extractor_and_never_scores() ->
     assert free.render(q) == "What is 2+2? Make sure to state your answer at the end of the response."
     assert free.extract("It is 4.").answer == "4"
     assert not free.score("4", q)
+
+
+def test_questions_by_id_regenerate_the_same_items() -> None:
+    import pytest
+
+    from moot.errors import ConfigError
+
+    task = ArithmeticTask()
+    items = task.questions(8, seed=5)
+    assert task.by_ids([items[7].id, items[2].id]) == [items[7], items[2]]
+    with pytest.raises(ConfigError, match="not an arithmetic question id"):
+        task.by_ids(["gsm8k-3"])

@@ -39,12 +39,16 @@ class Usage:
 
 
 class Caller:
-    """Sends requests to backends and keeps the count. Failed calls are counted as errors."""
+    """Sends requests to backends and keeps the count. Failed calls are counted as errors.
+
+    ``agent`` and ``round`` name the call's place in a debate; a recording caller
+    (moot.runner.cache) uses them to key, cache and store the call.
+    """
 
     def __init__(self) -> None:
         self.usage = Usage()
 
-    async def call(self, backend: Backend, request: GenerationRequest) -> Reply:
+    async def call(self, backend: Backend, request: GenerationRequest, *, agent: str, round: int) -> Reply:
         try:
             reply = await backend.generate(request)
         except Exception:

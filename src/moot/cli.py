@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -31,14 +31,19 @@ app.add_typer(models_app, name="models")
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
 F = TypeVar("F", bound=Callable[..., Any])
 
-# Options shared by `run` and `ask`.
-Protocol = Annotated[str, typer.Option("--protocol", "-p", help="Protocol preset: single, vote or society.")]
+# Options shared by `run` and `ask`. None means "not given": the library default applies,
+# and `run EXPERIMENT.toml` can tell that no option competes with the file.
 Agents = Annotated[int | None, typer.Option("--agents", "-n", help="Number of agents (default: the preset's).")]
 Rounds = Annotated[
     int | None, typer.Option("--rounds", "-r", help="Rounds, counting round 0 (default: the preset's).")
 ]
-TieRuleOpt = Annotated[str, typer.Option(help="Majority tie rule: first (earliest agent), random (seeded), abstain.")]
-Backend = Annotated[str, typer.Option("--backend", "-b", help="local (embedded llama.cpp) or openai (any server).")]
+TieRuleOpt = Annotated[
+    str | None,
+    typer.Option(help="Majority tie rule: first (earliest agent, default), random (seeded), abstain."),
+]
+Backend = Annotated[
+    str | None, typer.Option("--backend", "-b", help="local (embedded llama.cpp, default) or openai (any server).")
+]
 Model = Annotated[
     str | None,
     typer.Option(
@@ -49,17 +54,19 @@ Model = Annotated[
     ),
 ]
 BaseUrl = Annotated[str | None, typer.Option(help="openai: server URL, e.g. http://127.0.0.1:8080/v1.")]
-ApiKeyEnv = Annotated[str, typer.Option(help="openai: environment variable holding the API key.")]
-Temperature = Annotated[float, typer.Option(help="Sampling temperature of every agent.")]
-TopP = Annotated[float, typer.Option(help="Nucleus sampling top_p of every agent.")]
-MaxTokens = Annotated[int, typer.Option(help="Maximum tokens per reply.")]
-Seed = Annotated[int, typer.Option(help="Run seed: every call's seed derives from it.")]
+ApiKeyEnv = Annotated[
+    str | None, typer.Option(help="openai: environment variable holding the API key (default: OPENAI_API_KEY).")
+]
+Temperature = Annotated[float | None, typer.Option(help="Sampling temperature of every agent (default: 0.7).")]
+TopP = Annotated[float | None, typer.Option(help="Nucleus sampling top_p of every agent (default: 1.0).")]
+MaxTokens = Annotated[int | None, typer.Option(help="Maximum tokens per reply (default: 512).")]
+Seed = Annotated[int | None, typer.Option(help="Seed of the run and of question selection (default: 0).")]
 SystemPrompt = Annotated[
     str | None,
     typer.Option(help="System prompt of every agent (default: the task's; an empty string for none)."),
 ]
 Threads = Annotated[int | None, typer.Option(help="local: CPU threads (default: all cores).")]
-Context = Annotated[int, typer.Option(help="local: context window in tokens.")]
+Context = Annotated[int | None, typer.Option(help="local: context window in tokens (default: 8192).")]
 
 
 def reports_errors(fn: F) -> F:
@@ -79,212 +86,292 @@ def reports_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _setup(
-    protocol: str,
-    agents: int | None,
-    rounds: int | None,
-    tie_rule: str,
-    backend: str,
-    model: str | None,
-    base_url: str | None,
-    api_key_env: str,
-    temperature: float,
-    top_p: float,
-    max_tokens: int,
-    system_prompt: str | None,
-    threads: int | None,
-    context: int,
-) -> tuple[Any, list[Any]]:
-    """Validate every option, then build the protocol and its agent specs (nothing is loaded yet)."""
+def _validated(model: type, where: str, **values: Any) -> Any:
+    """Build a pydantic model from the options that were given; errors name the option."""
     from pydantic import ValidationError
 
-    from moot.backends.base import BackendConfig
-    from moot.debate.agents import Sampling
-    from moot.debate.protocols import resolve_protocol
     from moot.errors import ConfigError
-    from moot.runner.evaluate import uniform_agents
 
-    if tie_rule not in ("first", "random", "abstain"):
-        raise ConfigError(f"unknown tie rule {tie_rule!r}; choose first, random or abstain")
-    if backend not in ("local", "openai"):
-        raise ConfigError(f"unknown backend {backend!r}; choose local or openai")
-    spec = resolve_protocol(protocol, agents=agents, rounds=rounds, tie_rule=tie_rule)  # type: ignore[arg-type]
     try:
-        backend_config = BackendConfig(
-            kind=backend,  # type: ignore[arg-type]
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            n_threads=threads,
-            n_ctx=context,
-        )
-        sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+        return model(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"option {first['loc'][0]}: {first['msg']}") from None
-    persona = system_prompt if system_prompt is not None else None
-    specs = uniform_agents(spec.agents, backend_config, sampling, persona)
-    return spec, specs
 
 
-async def _prepare(specs: list[Any]) -> list[Any]:
-    """Build the agents' backends and check that each is reachable before any question starts."""
-    from moot.runner.evaluate import build_agents, check_agents, close_agents
+def _agent_template(
+    backend: str | None, model: str | None, base_url: str | None, api_key_env: str | None,
+    temperature: float | None, top_p: float | None, max_tokens: int | None, system_prompt: str | None,
+    threads: int | None, context: int | None,
+) -> Any:  # fmt: skip
+    from moot.backends.base import BackendConfig
+    from moot.debate.agents import Sampling
+    from moot.errors import ConfigError
+    from moot.runner.config import AgentTemplate
 
-    agents = build_agents(specs)
-    try:
-        await check_agents(agents)
-    except BaseException:
-        await close_agents(agents)
-        raise
-    return agents
+    if backend not in (None, "local", "openai"):
+        raise ConfigError(f"unknown backend {backend!r}; choose local or openai")
+    backend_config = _validated(
+        BackendConfig, "backend", kind=backend, model=model, base_url=base_url, api_key_env=api_key_env,
+        n_threads=threads, n_ctx=context,
+    )  # fmt: skip
+    sampling = _validated(Sampling, "sampling", temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+    return AgentTemplate(backend=backend_config, sampling=sampling, persona=system_prompt)
+
+
+def _condition(protocol: str, agents: int | None, rounds: int | None, tie_rule: str | None) -> Any:
+    from moot.errors import ConfigError
+    from moot.runner.config import ConditionConfig
+
+    if tie_rule not in (None, "first", "random", "abstain"):
+        raise ConfigError(f"unknown tie rule {tie_rule!r}; choose first, random or abstain")
+    return ConditionConfig(name=protocol, protocol=protocol, agents=agents, rounds=rounds, tie_rule=tie_rule)  # type: ignore[arg-type]
 
 
 def _model_label(config: Any) -> str:
-    from moot.models import DEFAULT_MODEL
+    from moot.runner.experiment import model_name
 
-    if config.kind == "local":
-        return config.model or DEFAULT_MODEL
-    return f"{config.model or 'the only model'} at {config.base_url}"
+    return model_name(config) + (f" at {config.base_url}" if config.kind == "openai" else "")
 
 
-def _answers(record: Any) -> str:
-    return " ".join(t.answer if t.answer is not None else "·" for t in record.turns)
+def _answers(answers: tuple[str | None, ...]) -> str:
+    return " ".join(a if a is not None else "·" for a in answers)
 
 
 @app.command()
 @reports_errors
 def run(
-    protocol: Protocol = "society",
-    task: Annotated[str, typer.Option("--task", "-t", help="Benchmark task.")] = "arithmetic",
-    questions: Annotated[int, typer.Option("--questions", "-q", help="Number of questions.")] = 5,
+    experiment: Annotated[
+        Path | None, typer.Argument(help="An experiment TOML file (see examples/); or describe one with the options.")
+    ] = None,
+    protocol: Annotated[
+        list[str] | None,
+        typer.Option("--protocol", "-p", help="Protocol preset, repeatable for several conditions (default: society)."),
+    ] = None,
+    task: Annotated[str | None, typer.Option("--task", "-t", help="Benchmark task (default: arithmetic).")] = None,
+    questions: Annotated[int | None, typer.Option("--questions", "-q", help="Number of questions (default: 5).")] = None,
     agents: Agents = None,
     rounds: Rounds = None,
-    tie_rule: TieRuleOpt = "first",
-    backend: Backend = "local",
+    tie_rule: TieRuleOpt = None,
+    backend: Backend = None,
     model: Model = None,
     base_url: BaseUrl = None,
-    api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
-    temperature: Temperature = 0.7,
-    top_p: TopP = 1.0,
-    max_tokens: MaxTokens = 512,
-    seed: Seed = 0,
+    api_key_env: ApiKeyEnv = None,
+    temperature: Temperature = None,
+    top_p: TopP = None,
+    max_tokens: MaxTokens = None,
+    seed: Seed = None,
     system_prompt: SystemPrompt = None,
     threads: Threads = None,
-    context: Context = 8192,
+    context: Context = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="The run's SQLite store (default: runs/<name>-<config hash>.sqlite)."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Make every call afresh, even if stored.")] = False,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="Run again the questions stored with status error.")
+    ] = False,
+    no_share_round0: Annotated[
+        bool, typer.Option("--no-share-round0", help="Do not share round-0 calls between conditions.")
+    ] = False,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Questions in flight at once (default: sized to the backend).")
+    ] = None,
 ) -> None:
-    """Run a protocol on a task's questions and print each agent's answers per round and the totals."""
+    """Run protocols on a task's questions, durably: rerunning resumes, and stored calls are replayed.
+
+    Prints each agent's answer per round, the final answer and whether it is right, then the totals.
+    """
     from moot.errors import ConfigError
-    from moot.runner.evaluate import close_agents, evaluate
-    from moot.tasks import get_task
+    from moot.runner.config import ExperimentConfig, TaskSelection, load_experiment, resolve
+    from moot.runner.experiment import Experiment, RunOptions, default_output
 
-    if questions < 1:
-        raise ConfigError(f"questions must be a positive integer, got {questions}")
-    the_task = get_task(task)
-    spec, specs = _setup(
-        protocol, agents, rounds, tie_rule, backend, model, base_url, api_key_env,
-        temperature, top_p, max_tokens, system_prompt, threads, context,
-    )  # fmt: skip
-    items = the_task.questions(questions, seed)
-    console.print(
-        f"[bold]moot {__version__}[/] · protocol [bold]{spec.name}[/] ({spec.agents} agents × {spec.rounds} rounds) "
-        f"· task [bold]{task}[/] ({questions} questions, seed {seed}) · model {escape(_model_label(specs[0].backend))}"
+    defining = {
+        "--protocol": protocol, "--task": task, "--questions": questions, "--agents": agents, "--rounds": rounds,
+        "--tie-rule": tie_rule, "--backend": backend, "--model": model, "--base-url": base_url,
+        "--api-key-env": api_key_env, "--temperature": temperature, "--top-p": top_p, "--max-tokens": max_tokens,
+        "--seed": seed, "--system-prompt": system_prompt, "--threads": threads, "--context": context,
+    }  # fmt: skip
+    if experiment is not None:
+        given = [name for name, value in defining.items() if value is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)} cannot be combined with an experiment file; edit the file instead")
+        config = load_experiment(experiment)
+    else:
+        if questions is not None and questions < 1:
+            raise ConfigError(f"questions must be a positive integer, got {questions}")
+        protocols = protocol or ["society"]
+        template = _agent_template(
+            backend, model, base_url, api_key_env, temperature, top_p, max_tokens, system_prompt, threads, context
+        )
+        the_seed = 0 if seed is None else seed
+        task_name = task or "arithmetic"
+        config = ExperimentConfig(
+            name=f"{'-'.join(protocols)}-{task_name}",
+            seeds=(the_seed,),
+            tasks=(TaskSelection(name=task_name, count=questions or 5, seed=the_seed),),
+            agent=template,
+            conditions=tuple(_condition(p, agents, rounds, tie_rule) for p in protocols),
+        )
+        resolve(config)  # validate protocols, counts and tasks before anything is created
+    if no_share_round0:
+        config = config.model_copy(update={"share_round0": False})
+    if concurrency is not None:
+        config = config.model_copy(update={"concurrency": concurrency})
+    path = output or config.output or default_output(config)
+    resumed = path.exists()
+    exp = Experiment(config, path)
+    try:
+        _run_and_report(exp, RunOptions(use_cache=not no_cache, retry_errors=retry_errors), resumed)
+    finally:
+        exp.close()
+
+
+def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from moot.runner.summary import question_rows, summarize
+
+    names = ", ".join(
+        f"{c.name} ({c.protocol.agents}×{c.protocol.rounds})" for c in exp.conditions
     )
+    first_agent = exp.conditions[0].agents[0].backend
+    tasks = ", ".join(f"{s.name} ({len(exp.questions[i])} questions)" for i, s in enumerate(exp.config.tasks))
+    console.print(
+        f"[bold]moot {__version__}[/] · {names} · {tasks} · seeds {', '.join(map(str, exp.config.seeds))} · "
+        f"model {escape(_model_label(first_agent))}"
+    )
+    if resumed:
+        console.print(f"resuming {exp.output}: stored results are kept, stored calls are replayed")
 
-    def on_result(result: Any) -> None:
-        n = len(done) + 1
-        done.append(result)
-        rounds_text = "  ".join(f"r{rec.index}: {_answers(rec)}" for rec in result.rounds)
-        mark = "[green]right[/]" if result.correct else f"[red]wrong[/] ({result.status.value})"
-        console.print(f"  {n:>3}. {escape(result.question.prompt)} = {result.question.gold}   {rounds_text}   "
-                      f"→ {result.final_answer or '—'} {mark}")  # fmt: skip
+    state: dict[str, Any] = {"lines": True, "progress": None, "task": None}
 
-    done: list[Any] = []
+    def on_start(pending: int) -> None:
+        state["lines"] = pending <= 60
+        if not state["lines"]:
+            progress = Progress(
+                TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[calls]}"),
+                TimeRemainingColumn(), console=console,
+            )  # fmt: skip
+            state["task"] = progress.add_task("run", total=pending, calls="")
+            progress.start()
+            state["progress"] = progress
 
-    async def go() -> Any:
-        built = await _prepare(specs)
-        try:
-            return await evaluate(the_task, spec, built, items, seed=seed, on_result=on_result)
-        finally:
-            await close_agents(built)
+    def on_result(unit: Any, result: Any) -> None:
+        if state["lines"]:
+            rounds_text = "  ".join(
+                f"r{rec.index}: {_answers(tuple(t.answer for t in rec.turns))}" for rec in result.rounds
+            )
+            mark = "[green]right[/]" if result.correct else f"[red]wrong[/] ({result.status.value})"
+            if result.error:
+                mark += f" {escape(result.error)}"
+            console.print(
+                f"  {escape(unit.condition.name)} · {escape(result.question.prompt)} = {result.question.gold}   "
+                f"{rounds_text}   → {result.final_answer or '—'} {mark}"
+            )
+        else:
+            state["progress"].update(state["task"], advance=1)
 
-    outcome = asyncio.run(go())
-    _print_results(outcome)
-    if outcome.count(_status("error")):
+    try:
+        outcome = asyncio.run(exp.run(options, on_result=on_result, on_start=on_start))
+    finally:
+        if state["progress"] is not None:
+            state["progress"].stop()
+
+    rows = question_rows(exp.store)
+    if len(rows) <= 60:
+        _print_question_table(exp, rows)
+    conditions, total = summarize(exp.store)
+    _print_summary(conditions, total)
+    console.print(
+        f"this session: model calls {outcome.calls} · replayed from the store {outcome.replayed} · "
+        f"questions run {outcome.ran}, already stored {outcome.skipped} · wall time {outcome.wall_s:.1f} s"
+    )
+    console.print(f"[dim]run stored in {exp.output}; answers per round are in agent order, · marks an unparsed reply[/]")
+    if total.errors:
+        console.print(f"[red]{total.errors} questions ended with an error[/]; rerun with --retry-errors")
         raise typer.Exit(1)
 
 
-def _status(name: str) -> Any:
-    from moot.debate.records import FinalStatus
-
-    return FinalStatus(name)
-
-
-def _print_results(outcome: Any) -> None:
-    spec = outcome.protocol
-    table = Table(title=f"{spec.name} on {outcome.task}", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("question")
-    table.add_column("gold", justify="right")
-    for r in range(spec.rounds):
+def _print_question_table(exp: Any, rows: list[Any]) -> None:
+    max_rounds = max((c.protocol.rounds for c in exp.conditions), default=1)
+    several_seeds = len(exp.config.seeds) > 1
+    table = Table(title="answers per round", title_justify="left")
+    for column, justify in (("condition", "left"), ("question", "left"), ("gold", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    if several_seeds:
+        table.add_column("seed", justify="right")
+    for r in range(max_rounds):
         table.add_column(f"round {r}", justify="right")
     table.add_column("final", justify="right")
     table.add_column("correct")
-    for i, result in enumerate(outcome.results, 1):
-        cells = [_answers(rec) for rec in result.rounds] + ["error"] * (spec.rounds - len(result.rounds))
-        verdict = "[green]yes[/]" if result.correct else f"[red]no[/]{'' if result.status.value == 'answered' else ' (' + result.status.value + ')'}"
-        table.add_row(str(i), escape(result.question.prompt), result.question.gold, *cells, result.final_answer or "—", verdict)  # fmt: skip
+    for row in rows:
+        cells = [_answers(a) for a in row.answers] + [""] * (max_rounds - len(row.answers))
+        verdict = "[green]yes[/]" if row.correct else "[red]no[/]" + ("" if row.status == "answered" else f" ({row.status})")
+        seed = [str(row.seed)] if several_seeds else []
+        table.add_row(row.condition, escape(row.prompt), row.gold, *seed, *cells, row.final_answer or "—", verdict)
     console.print(table)
-    n = len(outcome.results)
-    right = sum(r.correct for r in outcome.results)
-    usage = outcome.usage
+
+
+def _print_summary(conditions: list[Any], total: Any) -> None:
+    table = Table(title="totals", title_justify="left")
+    for column in ("condition", "accuracy", "unparsed", "abstained", "errors", "rounds", "calls", "shared",
+                   "prompt tok", "compl. tok", "model time", "cost"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "condition" else "right", no_wrap=True)
+    for s in [*conditions, total]:
+        table.add_row(
+            s.name, f"{s.correct}/{s.questions} ({s.accuracy:.0%})", str(s.unparsed), str(s.abstained),
+            str(s.errors), f"{s.rounds / s.questions:.2f}" if s.questions else "—", str(s.calls),
+            str(s.used_calls - s.calls), f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}", f"{s.latency_s:.1f} s",
+            "n/a" if s.cost is None else f"${s.cost:.4f}", end_section=s is conditions[-1],
+        )  # fmt: skip
+    console.print(table)
     console.print(
-        f"accuracy [bold]{right}/{n}[/] ({right / n:.0%}) · unparsed {outcome.count(_status('unparsed'))} · "
-        f"abstained {outcome.count(_status('abstained'))} · errors {outcome.count(_status('error'))}"
+        "[dim]calls, tokens, model time and cost are what each condition paid for; 'shared' counts the calls its "
+        "debates reused from another condition (round 0) or an earlier identical call; rounds is the mean; "
+        "cost needs \\[prices] in the experiment file[/]"
     )
-    console.print(
-        f"model calls {usage.calls} · prompt tokens {usage.prompt_tokens:,} · completion tokens "
-        f"{usage.completion_tokens:,} · wall time {outcome.wall_s:.1f} s"
-    )
-    console.print("[dim]answers per round are listed in agent order; · marks an unparsed reply[/]")
 
 
 @app.command()
 @reports_errors
 def ask(
     question: Annotated[str, typer.Argument(help="The question to debate.")],
-    protocol: Protocol = "society",
+    protocol: Annotated[str, typer.Option("--protocol", "-p", help="Protocol preset.")] = "society",
     task: Annotated[
         str, typer.Option("--task", "-t", help="Task whose answer format and extractor to use.")
     ] = "arithmetic",
     agents: Agents = None,
     rounds: Rounds = None,
-    tie_rule: TieRuleOpt = "first",
-    backend: Backend = "local",
+    tie_rule: TieRuleOpt = None,
+    backend: Backend = None,
     model: Model = None,
     base_url: BaseUrl = None,
-    api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
-    temperature: Temperature = 0.7,
-    top_p: TopP = 1.0,
-    max_tokens: MaxTokens = 512,
-    seed: Seed = 0,
+    api_key_env: ApiKeyEnv = None,
+    temperature: Temperature = None,
+    top_p: TopP = None,
+    max_tokens: MaxTokens = None,
+    seed: Seed = None,
     system_prompt: SystemPrompt = None,
     threads: Threads = None,
-    context: Context = 8192,
+    context: Context = None,
     full: Annotated[bool, typer.Option(help="Show every reply in full (default: the last 400 characters).")] = False,
 ) -> None:
-    """Debate one question, shown round by round as it happens."""
+    """Debate one question, shown round by round as it happens (nothing is stored)."""
     from rich.panel import Panel
 
-    from moot.runner.evaluate import close_agents, evaluate
+    from moot.runner.config import resolve_condition
+    from moot.runner.evaluate import build_agents, check_agents, close_agents, evaluate
     from moot.tasks import get_task
     from moot.tasks.free import FreeQuestionTask
 
     item_task = FreeQuestionTask(get_task(task))
-    spec, specs = _setup(
-        protocol, agents, rounds, tie_rule, backend, model, base_url, api_key_env,
-        temperature, top_p, max_tokens, system_prompt, threads, context,
-    )  # fmt: skip
+    template = _agent_template(
+        backend, model, base_url, api_key_env, temperature, top_p, max_tokens, system_prompt, threads, context
+    )
+    condition = resolve_condition(_condition(protocol, agents, rounds, tie_rule), template, "options")
+    spec = condition.protocol
     item = item_task.question(question)
 
     def on_round(_: Any, record: Any) -> None:
@@ -296,9 +383,10 @@ def ask(
         console.print(f"vote: {', '.join(f'{a} ×{c}' for a, c in record.vote.counts) or 'no parsed answer'}")
 
     async def go() -> Any:
-        built = await _prepare(specs)
+        built = build_agents(condition.agents)
         try:
-            return await evaluate(item_task, spec, built, [item], seed=seed, on_round=on_round)
+            await check_agents(built)
+            return await evaluate(item_task, spec, built, [item], seed=seed or 0, on_round=on_round)
         finally:
             await close_agents(built)
 
@@ -314,6 +402,63 @@ def ask(
         f"model calls {usage.calls} · prompt tokens {usage.prompt_tokens:,} · completion tokens "
         f"{usage.completion_tokens:,} · wall time {outcome.wall_s:.1f} s"
     )
+
+
+@app.command()
+@reports_errors
+def runs(
+    directory: Annotated[Path, typer.Argument(help="Folder holding run stores.")] = Path("runs"),
+) -> None:
+    """List the runs in a folder with their status and progress."""
+    from moot.runner.store import RunStore, StoreError
+
+    table = Table()
+    for column in ("run", "name", "status", "results", "errors", "model calls", "created", "moot"):
+        table.add_column(column)
+    import datetime
+
+    for path in sorted(directory.glob("*.sqlite")):
+        try:
+            store = RunStore.open(path)
+        except StoreError as exc:
+            table.add_row(str(path), "", f"[red]unreadable[/]: {escape(str(exc))}", "", "", "", "", "")
+            continue
+        try:
+            meta = store.meta()
+            done = store.done()
+            planned = _planned_units(meta)
+            created = datetime.datetime.fromtimestamp(meta["created_at"]).strftime("%Y-%m-%d %H:%M")
+            table.add_row(
+                str(path), meta.get("name", ""), meta.get("status", "?"), f"{len(done)}/{planned}",
+                str(sum(s == "error" for s in done.values())), str(store.count("calls")), created,
+                meta.get("moot_version", "?"),
+            )  # fmt: skip
+        finally:
+            store.close()
+    console.print(table)
+
+
+def _planned_units(meta: dict[str, Any]) -> int:
+    config = meta.get("config", {})
+    per_seed = sum(len(t["ids"]) if t.get("ids") else t["count"] for t in config.get("tasks", []))
+    return per_seed * len(config.get("seeds", [])) * len(config.get("conditions", []))
+
+
+@app.command()
+@reports_errors
+def export(
+    run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A run's SQLite store.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="jsonl, csv or parquet.")] = "jsonl",
+    table: Annotated[
+        str, typer.Option(help="results, turns, calls, call_errors, questions, sessions or conditions.")
+    ] = "results",
+    out: Annotated[Path | None, typer.Option("--out", help="Output file (default: next to the run).")] = None,
+) -> None:
+    """Export a table of a run as JSON lines, CSV or Parquet."""
+    from moot.runner.export import export_table
+
+    target = export_table(run_path, table, format, out)
+    console.print(f"wrote {target}")
 
 
 @models_app.command("list")
@@ -361,7 +506,6 @@ def main_options(
     ] = False,
 ) -> None:
     """Multi-agent debate with language models."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def main() -> None:

@@ -49,7 +49,11 @@ async def test_real_two_agent_two_round_debate(tiny_model) -> None:  # type: ign
     turns = [t for r in result.rounds for t in r.turns]
     assert len(turns) == 4
     assert all(t.text and t.completion_tokens > 0 and t.prompt_tokens > 0 and t.latency_s > 0 for t in turns)
-    assert all(t.parse_status is ParseStatus.PARSED for t in turns)  # every reply restates numbers at least
+    # every turn carries the extractor's reading of its own text; a reply with no number is unparsed
+    for t in turns:
+        assert t.answer == task.extract(t.text).answer
+        assert (t.parse_status is ParseStatus.PARSED) == (t.answer is not None)
+    assert any(t.parse_status is ParseStatus.PARSED for t in turns)
     for record in result.rounds:
         assert record.vote.counts == majority_vote([t.answer for t in record.turns]).counts
     assert result.final_answer == result.rounds[-1].vote.winner

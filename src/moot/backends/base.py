@@ -95,6 +95,11 @@ class Backend(Protocol):
     @property
     def supports_logprobs(self) -> bool: ...
 
+    @property
+    def parallel(self) -> int:
+        """How many calls it can usefully serve at once (sizes the runner's concurrency)."""
+        ...
+
     async def check(self) -> None:
         """Fail now, with a clear BackendError, if the model cannot be loaded or the server reached."""
         ...
@@ -122,3 +127,4 @@ class BackendConfig(BaseModel):
     timeout_s: float = Field(default=600.0, gt=0, description="openai: per-request timeout.")
     max_retries: int = Field(default=2, ge=0, description="openai: retries on transient errors.")
     max_concurrency: int = Field(default=8, ge=1, description="openai: requests in flight at once.")
+    delay_s: float = Field(default=0.0, ge=0, description="scripted: seconds each reply takes (tests, benchmarks).")

@@ -20,4 +20,9 @@ def make_backend(config: BackendConfig) -> Backend:
         from moot.backends.openai_api import OpenAIBackend
 
         return OpenAIBackend(config)
-    raise ConfigError(f"backend kind {config.kind!r} cannot be built from a config (scripted is for tests)")
+    from moot.backends.scripted import SCRIPTED_MODELS, ScriptedBackend
+
+    responder = SCRIPTED_MODELS.get(config.model or "numbers")
+    if responder is None:
+        raise ConfigError(f"unknown scripted model {config.model!r}; known: {', '.join(SCRIPTED_MODELS)}")
+    return ScriptedBackend(responder, model=f"scripted:{config.model or 'numbers'}", delay_s=config.delay_s, record=False)

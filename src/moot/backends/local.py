@@ -67,6 +67,10 @@ class LocalBackend:
     def supports_logprobs(self) -> bool:
         return True
 
+    @property
+    def parallel(self) -> int:
+        return 1  # one generation thread
+
     async def check(self) -> None:
         """Load the model now, so that a file llama.cpp cannot read fails before any question starts."""
         await self._submit(lambda: self._load(logits_all=False))

@@ -41,6 +41,7 @@ class OpenAIBackend:
             timeout=config.timeout_s,
             max_retries=config.max_retries,
         )
+        self._parallel = config.max_concurrency
         self._limit = asyncio.Semaphore(config.max_concurrency)
         self._model_lock = asyncio.Lock()
 
@@ -51,6 +52,10 @@ class OpenAIBackend:
     @property
     def supports_logprobs(self) -> bool:
         return True
+
+    @property
+    def parallel(self) -> int:
+        return self._parallel
 
     async def resolve_model(self) -> str:
         """The configured model, else the server's only model (asked once)."""

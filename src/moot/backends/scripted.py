@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from collections.abc import Callable, Iterable
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
@@ -13,13 +15,18 @@ Responder = Callable[[GenerationRequest, int], str]
 class ScriptedBackend:
     """Answers from a list of replies (consumed in order) or a function of (request, sample index).
 
-    Every request is recorded in ``requests`` so tests can check what each caller was shown.
+    Every request is recorded in ``requests`` (unless ``record`` is off) so tests can check what
+    each caller was shown.
     Token counts are whitespace word counts; log-probabilities, when asked, are -0.5 per word.
     """
 
     name = "scripted"
 
-    def __init__(self, replies: Iterable[str] | Responder, model: str = "scripted"):
+    def __init__(
+        self, replies: Iterable[str] | Responder, model: str = "scripted", delay_s: float = 0.0, record: bool = True
+    ):
+        self._delay_s = delay_s
+        self._record = record
         self._responder = replies if callable(replies) else None
         self._queue = [] if callable(replies) else list(replies)
         self._model = model
@@ -33,11 +40,18 @@ class ScriptedBackend:
     def supports_logprobs(self) -> bool:
         return True
 
+    @property
+    def parallel(self) -> int:
+        return 64
+
     async def check(self) -> None:
         return None
 
     async def generate(self, request: GenerationRequest) -> Reply:
-        self.requests.append(request)
+        if self._record:
+            self.requests.append(request)
+        if self._delay_s:
+            await asyncio.sleep(self._delay_s)
         samples = []
         for index in range(request.n):
             text = self._next(request, index)
@@ -56,3 +70,16 @@ class ScriptedBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+def seeded_numbers(request: GenerationRequest, index: int) -> str:
+    """A deterministic reply: a number in [0, 50) fixed by the request's messages, seed and sample index.
+
+    Lets the runner be exercised end to end (benchmarks, kill-and-resume tests) without a model.
+    """
+    text = repr((request.seed, index, [m.content for m in request.messages]))
+    number = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") % 50
+    return f"Working through it step by step, the answer is {number}."
+
+
+SCRIPTED_MODELS: dict[str, Responder] = {"numbers": seeded_numbers}

@@ -48,7 +48,7 @@ async def _speak(
         max_tokens=sampling.max_tokens,
         seed=seed,
     )
-    reply = await caller.call(agent.backend, request)
+    reply = await caller.call(agent.backend, request, agent=agent.name, round=round_index)
     sample = reply.samples[0]
     extraction = task.extract(sample.text)
     return Turn(

@@ -8,7 +8,10 @@ only when told to work step by step (Qwen2.5 1.5B: 1-2/20 without, 11/20 with).
 from __future__ import annotations
 
 import random
+import re
+from collections.abc import Sequence
 
+from moot.errors import ConfigError
 from moot.tasks.base import Extraction, Question
 from moot.tasks.extract import last_number, numbers_equal
 
@@ -26,14 +29,18 @@ def gold_value(a: int, b: int, c: int, d: int, e: int, f: int) -> int:
     return a + b * c + d - e * f
 
 
+_ID = re.compile(r"arithmetic-s(-?\d+)-(\d+)")
+
+
 class ArithmeticTask:
     name = "arithmetic"
+    splits = ("generated",)
     answer_instruction = "Make sure to state your answer at the end of the response."
 
     def __init__(self, system_prompt: str | None = STEP_BY_STEP):
         self.system_prompt = system_prompt
 
-    def questions(self, count: int, seed: int) -> list[Question]:
+    def questions(self, count: int, seed: int, split: str | None = None) -> list[Question]:
         """``count`` questions from a generator seeded with ``seed``; the first k are the same for any count >= k."""
         rng = random.Random(seed)
         items = []
@@ -49,6 +56,17 @@ class ArithmeticTask:
                 )
             )
         return items
+
+    def by_ids(self, ids: Sequence[str], split: str | None = None) -> list[Question]:
+        """Questions by id ("arithmetic-s<seed>-<index>"): regenerated from their seed."""
+        found = []
+        for qid in ids:
+            match = _ID.fullmatch(qid)
+            if match is None:
+                raise ConfigError(f"{qid!r} is not an arithmetic question id (arithmetic-s<seed>-<index>)")
+            seed, index = int(match.group(1)), int(match.group(2))
+            found.append(self.questions(index + 1, seed)[index])
+        return found
 
     def render(self, question: Question) -> str:
         return f"What is the result of {question.prompt}? {self.answer_instruction}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -44,8 +45,15 @@ class Task(Protocol):
     name: str
     answer_instruction: str
     system_prompt: str | None
+    splits: tuple[str, ...]  # the first is the default
 
-    def questions(self, count: int, seed: int) -> list[Question]: ...
+    def questions(self, count: int, seed: int, split: str | None = None) -> list[Question]:
+        """``count`` questions of ``split`` in an order fixed by ``seed`` (a prefix is stable as count grows)."""
+        ...
+
+    def by_ids(self, ids: Sequence[str], split: str | None = None) -> list[Question]:
+        """The questions with these ids, in this order; an unknown id is a ConfigError."""
+        ...
 
     def render(self, question: Question) -> str: ...
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from moot.tasks.base import Extraction, Question, Task
 
 
@@ -19,7 +21,12 @@ class FreeQuestionTask:
     def question(self, text: str) -> Question:
         return Question(id="ask", prompt=text, gold="")
 
-    def questions(self, count: int, seed: int) -> list[Question]:
+    splits = ("own",)
+
+    def questions(self, count: int, seed: int, split: str | None = None) -> list[Question]:
+        raise NotImplementedError("a free question task has no question set")
+
+    def by_ids(self, ids: Sequence[str], split: str | None = None) -> list[Question]:
         raise NotImplementedError("a free question task has no question set")
 
     def render(self, question: Question) -> str:

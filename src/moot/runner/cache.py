@@ -1,0 +1,95 @@
+"""Call keys, the store-backed call cache, and the caller that records every call of a question.
+
+A call is keyed by (backend, model identity, rendered messages, sampling parameters,
+seed, agent id, sample indices 0..n-1), plus the condition when round-0 sharing is off.
+Agents sampling at temperature > 0 therefore stay independent (their seeds and ids
+differ), identical requests are made once, and a rerun replays every call it has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from moot.backends.base import Backend, GenerationRequest, Reply
+from moot.calls import Caller, Usage
+from moot.runner.store import RunStore
+
+
+def call_key(backend: Backend, request: GenerationRequest, agent: str, scope: str | None = None) -> str:
+    payload = {
+        "backend": backend.name,
+        "model": backend.model_id,
+        "request": asdict(request),
+        "agent": agent,
+        "samples": list(range(request.n)),
+        "scope": scope,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass
+class CallCache:
+    """Shared by every question of a run: store look-ups, in-flight de-duplication, counts.
+
+    ``usage`` counts calls actually made; ``replayed`` counts calls answered from the
+    store or from an identical call in flight.
+    """
+
+    store: RunStore
+    use_cache: bool = True
+    share: bool = True
+    usage: Usage = field(default_factory=Usage)
+    replayed: int = 0
+    _inflight: dict[str, asyncio.Future[Reply]] = field(default_factory=dict)
+
+    async def call(
+        self, backend: Backend, request: GenerationRequest, place: dict[str, object]
+    ) -> tuple[str, Reply]:
+        key = call_key(backend, request, str(place["agent"]), None if self.share else str(place["condition"]))
+        if self.use_cache:
+            if key in self._inflight:
+                reply = await asyncio.shield(self._inflight[key])
+                self.replayed += 1
+                return key, reply
+            if (stored := self.store.cached_reply(key)) is not None:
+                self.replayed += 1
+                return key, stored
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            reply = await backend.generate(request)
+        except Exception as exc:
+            self.usage.errors += 1
+            self.store.add_call_error(key, place, f"{type(exc).__name__}: {exc}")
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            del self._inflight[key]
+        self.store.add_call(key, place, request, reply, replace=not self.use_cache)
+        self.usage.add(reply)
+        future.set_result(reply)
+        return key, reply
+
+
+class RecordingCaller(Caller):
+    """The caller of one question under one condition: every call goes through the run's cache."""
+
+    def __init__(self, cache: CallCache, place: dict[str, object], model_names: dict[str, str]):
+        super().__init__()
+        self._cache = cache
+        self._place = place
+        self._model_names = model_names
+        self.keys: dict[tuple[int, str], str] = {}
+
+    async def call(self, backend: Backend, request: GenerationRequest, *, agent: str, round: int) -> Reply:
+        place = self._place | {
+            "agent": agent, "round": round, "backend": backend.name, "model_name": self._model_names[agent],
+        }  # fmt: skip
+        key, reply = await self._cache.call(backend, request, place)
+        self.keys[(round, agent)] = key
+        self.usage.add(reply)
+        return reply

@@ -1,0 +1,199 @@
+"""Experiment definitions: conditions x tasks x questions x seeds, from a TOML file or CLI flags.
+
+Every error names the key and the problem. The resolved form (every condition's
+protocol and full agent list) is what the store keeps and what a rerun is compared against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from moot.backends.base import BackendConfig
+from moot.debate.agents import AgentSpec, Sampling
+from moot.debate.aggregation import TieRule
+from moot.debate.protocols import ProtocolSpec, resolve_protocol
+from moot.errors import ConfigError, MootError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TaskSelection(_Strict):
+    """Which questions of a task: the first ``count`` of ``split`` in the order fixed by ``seed``, or explicit ``ids``."""
+
+    name: str
+    split: str | None = None
+    count: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    ids: tuple[str, ...] | None = None
+
+    @model_validator(mode="after")
+    def _count_or_ids(self) -> TaskSelection:
+        if (self.count is None) == (self.ids is None):
+            raise ValueError("give exactly one of count and ids")
+        if self.ids is not None and len(set(self.ids)) != len(self.ids):
+            raise ValueError("ids must be unique")
+        return self
+
+
+class AgentTemplate(_Strict):
+    """Settings of an agent; in a condition's agent list every field falls back to the experiment's [agent]."""
+
+    name: str | None = None
+    backend: BackendConfig | None = None
+    sampling: Sampling | None = None
+    persona: str | None = None
+
+
+class ConditionConfig(_Strict):
+    """One arm of the experiment: a name, a protocol preset and its settings."""
+
+    name: str = Field(min_length=1)
+    protocol: str
+    agents: int | list[AgentTemplate] | None = None
+    rounds: int | None = None
+    tie_rule: TieRule | None = None
+
+
+class Price(_Strict):
+    """US dollars per million tokens."""
+
+    prompt: float = Field(ge=0)
+    completion: float = Field(ge=0)
+
+
+class ExperimentConfig(_Strict):
+    name: str = "experiment"
+    output: Path | None = None
+    seeds: tuple[int, ...] = (0,)
+    share_round0: bool = Field(
+        default=True, description="conditions that start from independent answers reuse the same round-0 calls"
+    )
+    concurrency: int | None = Field(default=None, ge=1, description="questions in flight (default: per backend)")
+    tasks: tuple[TaskSelection, ...] = Field(min_length=1)
+    agent: AgentTemplate = AgentTemplate()
+    conditions: tuple[ConditionConfig, ...] = Field(min_length=1)
+    prices: dict[str, Price] = Field(default_factory=dict, description="by model name (or GGUF path)")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_unique(cls, seeds: tuple[int, ...]) -> tuple[int, ...]:
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise ValueError("seeds must be a non-empty list of distinct integers")
+        return seeds
+
+    @field_validator("conditions")
+    @classmethod
+    def _names_unique(cls, conditions: tuple[ConditionConfig, ...]) -> tuple[ConditionConfig, ...]:
+        seen: set[str] = set()
+        for c in conditions:
+            if c.name in seen:
+                raise ValueError(f"duplicate condition name {c.name!r}")
+            seen.add(c.name)
+        return conditions
+
+
+class ResolvedCondition(_Strict):
+    """A condition with its protocol and every agent spelled out: what its results depend on."""
+
+    name: str
+    protocol: ProtocolSpec
+    agents: tuple[AgentSpec, ...]
+
+
+def _merge(base: AgentTemplate, override: AgentTemplate) -> AgentTemplate:
+    return base.model_copy(update=override.model_dump(exclude_unset=True, exclude_none=True))
+
+
+def resolve_condition(condition: ConditionConfig, default: AgentTemplate, where: str) -> ResolvedCondition:
+    count = None if isinstance(condition.agents, list) else condition.agents
+    if isinstance(condition.agents, list):
+        count = len(condition.agents)
+    try:
+        protocol = resolve_protocol(
+            condition.protocol, agents=count, rounds=condition.rounds, tie_rule=condition.tie_rule
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    templates = condition.agents if isinstance(condition.agents, list) else [AgentTemplate()] * protocol.agents
+    agents = []
+    for i, template in enumerate(templates, 1):
+        merged = _merge(default, template)
+        agents.append(
+            AgentSpec(
+                name=merged.name if template.name else f"agent-{i}",
+                backend=merged.backend or BackendConfig(),
+                sampling=merged.sampling or Sampling(),
+                persona=merged.persona,
+            )
+        )
+    if len({a.name for a in agents}) != len(agents):
+        raise ConfigError(f"{where}.agents: agent names must be unique")
+    return ResolvedCondition(name=condition.name, protocol=protocol, agents=tuple(agents))
+
+
+def resolve(config: ExperimentConfig) -> tuple[ResolvedCondition, ...]:
+    """Resolve every condition, checking that its protocol and tasks exist."""
+    from moot.tasks import get_task
+
+    for i, task in enumerate(config.tasks):
+        try:
+            get_task(task.name)
+        except MootError as exc:
+            raise ConfigError(f"tasks.{i}.name: {exc}") from None
+    return tuple(resolve_condition(c, config.agent, f"conditions.{i}") for i, c in enumerate(config.conditions))
+
+
+def results_fingerprint(config: ExperimentConfig, conditions: tuple[ResolvedCondition, ...]) -> dict[str, Any]:
+    """Everything results depend on (not output path, concurrency or prices)."""
+    return {
+        "seeds": list(config.seeds),
+        "share_round0": config.share_round0,
+        "tasks": [t.model_dump(mode="json") for t in config.tasks],
+        "conditions": [c.model_dump(mode="json") for c in conditions],
+    }
+
+
+def fingerprint_hash(fingerprint: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
+
+
+def _format_error(exc: ValidationError, source: str) -> ConfigError:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        problem = "unknown key"
+    elif first["type"] == "missing":
+        problem = "required key is missing"
+    else:
+        problem = first["msg"].removeprefix("Value error, ")
+    more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
+    return ConfigError(f"{source}: {where}: {problem}{more}")
+
+
+def parse_experiment(data: dict[str, Any], source: str = "experiment") -> ExperimentConfig:
+    try:
+        config = ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _format_error(exc, source) from None
+    return config
+
+
+def load_experiment(path: Path) -> ExperimentConfig:
+    """Read and validate an experiment TOML file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    return parse_experiment(data, str(path))

@@ -1,0 +1,258 @@
+"""Run an experiment durably: every condition x task x seed x question, stored call by call.
+
+Rerunning on an existing store resumes it: stored results are kept, unfinished
+questions are debated again with every call they had already made replayed from
+the store, so a run killed at any moment and rerun ends with the same results
+as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moot import __version__
+from moot.backends.base import Backend, BackendConfig
+from moot.backends.factory import make_backend
+from moot.debate import prompts
+from moot.debate.agents import Agent
+from moot.debate.engine import HISTORY_MODE, ROUND_CONVENTION, run_debate
+from moot.debate.records import DebateResult
+from moot.errors import ConfigError
+from moot.models import DEFAULT_MODEL
+from moot.runner.cache import CallCache, RecordingCaller
+from moot.runner.config import (
+    ExperimentConfig,
+    ResolvedCondition,
+    TaskSelection,
+    fingerprint_hash,
+    resolve,
+    results_fingerprint,
+)
+from moot.runner.store import RunStore
+from moot.tasks import Question, Task, get_task
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    use_cache: bool = True
+    retry_errors: bool = False
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One question under one condition with one seed: the unit of work, storage and resume."""
+
+    condition: ResolvedCondition
+    task: Task
+    question: Question
+    seed: int
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.condition.name, self.task.name, self.question.id, self.seed)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    store_path: Path
+    units: int
+    skipped: int
+    ran: int
+    calls: int
+    replayed: int
+    errors: int
+    wall_s: float
+
+
+def default_output(config: ExperimentConfig) -> Path:
+    """runs/<name>-<hash of what results depend on>.sqlite: the same experiment finds its store again."""
+    digest = fingerprint_hash(results_fingerprint(config, resolve(config)))[:10]
+    return Path("runs") / f"{config.name}-{digest}.sqlite"
+
+
+def model_name(backend: BackendConfig) -> str:
+    """The configured name of an agent's model (what prices are keyed by)."""
+    if backend.kind == "local":
+        return backend.model or DEFAULT_MODEL
+    return backend.model or "server-default"
+
+
+def select_questions(task: Task, selection: TaskSelection, where: str) -> list[Question]:
+    if selection.split is not None and selection.split not in task.splits:
+        raise ConfigError(f"{where}.split: task {task.name} has splits {', '.join(task.splits)}")
+    try:
+        if selection.ids is not None:
+            return task.by_ids(selection.ids, selection.split)
+        assert selection.count is not None
+        return task.questions(selection.count, selection.seed, selection.split)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def prompt_template_hashes() -> dict[str, str]:
+    """sha256 of the source of every prompt-rendering function (what changes if a template changes)."""
+    functions = [prompts.initial_messages, prompts.debate_message, prompts.reflection_message]
+    return {f.__name__: hashlib.sha256(inspect.getsource(f).encode()).hexdigest() for f in functions}
+
+
+def round0_sharing(conditions: tuple[ResolvedCondition, ...], share: bool) -> dict[str, list[str]]:
+    """For each condition, the conditions whose round-0 calls it shares (same agent spec, same name)."""
+    if not share:
+        return {c.name: [] for c in conditions}
+    specs = {c.name: {a.name: a for a in c.agents} for c in conditions}
+    return {
+        c.name: [
+            other.name
+            for other in conditions
+            if other.name != c.name and any(specs[other.name].get(a.name) == a for a in c.agents)
+        ]
+        for c in conditions
+    }
+
+
+class Experiment:
+    """An experiment bound to its store. Use ``await Experiment.open(...)`` then ``await run()``."""
+
+    def __init__(self, config: ExperimentConfig, output: Path):
+        self.config = config
+        self.output = output
+        self.conditions = resolve(config)
+        self.fingerprint = results_fingerprint(config, self.conditions)
+        self.store = self._open_store()
+        self.tasks = {sel.name: get_task(sel.name) for sel in config.tasks}
+        self.questions = {
+            i: select_questions(self.tasks[sel.name], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)
+        }
+        self._backends: dict[BackendConfig, Backend] = {}
+        self.agents: dict[str, list[Agent]] = {}
+
+    def _open_store(self) -> RunStore:
+        digest = fingerprint_hash(self.fingerprint)
+        if self.output.exists() and not RunStore.is_blank(self.output):
+            store = RunStore.open(self.output)
+            if store.meta().get("fingerprint_hash") != digest:
+                store.close()
+                raise ConfigError(
+                    f"{self.output} holds a run of a different experiment (conditions, tasks, seeds or agents "
+                    "differ); choose another output path"
+                )
+            return store
+        meta = {
+            "name": self.config.name,
+            "fingerprint_hash": digest,
+            "config": self.config.model_dump(mode="json"),
+            "round_convention": ROUND_CONVENTION,
+            "history_mode": HISTORY_MODE,
+            "prompt_templates": prompt_template_hashes(),
+            "round0_sharing": round0_sharing(self.conditions, self.config.share_round0),
+            "status": "created",
+        }
+        return RunStore.create(self.output, meta, {c.name: c.model_dump(mode="json") for c in self.conditions})
+
+    def units(self) -> Iterator[Unit]:
+        """Question-major order, so that conditions sharing round 0 ask for it at about the same time."""
+        for i, selection in enumerate(self.config.tasks):
+            task = self.tasks[selection.name]
+            for seed in self.config.seeds:
+                for question in self.questions[i]:
+                    for condition in self.conditions:
+                        yield Unit(condition, task, question, seed)
+
+    async def _build_agents(self) -> None:
+        for condition in self.conditions:
+            agents = []
+            for spec in condition.agents:
+                if spec.backend not in self._backends:
+                    backend = make_backend(spec.backend)
+                    self._backends[spec.backend] = backend
+                    await backend.check()
+                agents.append(Agent(spec, self._backends[spec.backend]))
+            self.agents[condition.name] = agents
+        self.store.set_meta(
+            "models",
+            {model_name(cfg): {"backend": cfg.kind, "model_id": b.model_id} for cfg, b in self._backends.items()},
+        )
+
+    def concurrency(self) -> int:
+        if self.config.concurrency is not None:
+            return self.config.concurrency
+        return max(2, max(b.parallel for b in self._backends.values()))
+
+    async def run(
+        self, options: RunOptions = RunOptions(), on_result: Callable[[Unit, DebateResult], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> RunOutcome:  # fmt: skip
+        start = time.perf_counter()
+        for i, selection in enumerate(self.config.tasks):
+            self.store.add_questions(selection.name, self.questions[i])
+        self.store.start_session({"use_cache": options.use_cache, "retry_errors": options.retry_errors})
+        cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0)
+        status = "interrupted"
+        try:
+            await self._build_agents()
+            done = self.store.done()
+            pending = [
+                u for u in self.units()
+                if u.key not in done or (options.retry_errors and done[u.key] == "error")
+            ]  # fmt: skip
+            if on_start is not None:
+                on_start(len(pending))
+            self.store.set_meta("status", "running")
+            queue: asyncio.Queue[Unit] = asyncio.Queue()
+            for unit in pending:
+                queue.put_nowait(unit)
+            workers = [
+                asyncio.create_task(self._worker(queue, cache, on_result))
+                for _ in range(min(self.concurrency(), max(1, len(pending))))
+            ]
+            await asyncio.gather(*workers)
+            complete = len(self.store.done()) == sum(1 for _ in self.units())
+            status = "complete" if complete else "incomplete"
+            self.store.set_meta("status", status)
+            total = sum(1 for _ in self.units())
+            return RunOutcome(
+                self.output, total, total - len(pending), len(pending), cache.usage.calls, cache.replayed,
+                cache.usage.errors, time.perf_counter() - start,
+            )  # fmt: skip
+        finally:
+            self.store.finish_session(status, cache.usage.calls, cache.replayed)
+            for backend in self._backends.values():
+                await backend.aclose()
+
+    async def _worker(
+        self, queue: asyncio.Queue[Unit], cache: CallCache, on_result: Callable[[Unit, DebateResult], None] | None
+    ) -> None:
+        while not queue.empty():
+            unit = queue.get_nowait()
+            agents = self.agents[unit.condition.name]
+            place: dict[str, object] = {
+                "condition": unit.condition.name, "task": unit.task.name,
+                "question_id": unit.question.id, "seed": unit.seed,
+            }  # fmt: skip
+            caller = RecordingCaller(cache, place, {a.name: model_name(a.spec.backend) for a in agents})
+            result = await run_debate(
+                unit.question, unit.task, unit.condition.protocol, agents, caller=caller, seed=unit.seed
+            )
+            self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys)
+            if on_result is not None:
+                on_result(unit, result)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+async def run_experiment(
+    config: ExperimentConfig, output: Path | None = None, options: RunOptions = RunOptions(), **callbacks: Any
+) -> RunOutcome:
+    experiment = Experiment(config, output or config.output or default_output(config))
+    try:
+        return await experiment.run(options, **callbacks)
+    finally:
+        experiment.close()

@@ -1,0 +1,213 @@
+"""The durable runner with the scripted backend: store, cache and replay, shared round 0, resume, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moot.backends.base import GenerationRequest
+from moot.backends.scripted import ScriptedBackend, seeded_numbers
+from moot.errors import BackendError, ConfigError
+from moot.runner import experiment as experiment_module
+from moot.runner.config import parse_experiment
+from moot.runner.experiment import Experiment, RunOptions, run_experiment
+from moot.runner.export import export_table
+from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
+from moot.runner.summary import question_rows, summarize
+
+SCRIPTED = {"backend": {"kind": "scripted", "model": "numbers"}}
+
+
+def experiment(conditions: list[dict[str, Any]], count: int = 4, seeds: tuple[int, ...] = (0,), **extra: Any) -> Any:
+    return parse_experiment(
+        {
+            "name": "t",
+            "seeds": list(seeds),
+            "tasks": [{"name": "arithmetic", "count": count, "seed": 0}],
+            "agent": SCRIPTED,
+            "conditions": conditions,
+            **extra,
+        }
+    )
+
+
+THREE = [
+    {"name": "single", "protocol": "single"},
+    {"name": "vote", "protocol": "vote", "agents": 3},
+    {"name": "society", "protocol": "society", "agents": 3, "rounds": 3},
+]
+
+
+def stored(path: Path, table: str = "results") -> list[dict[str, Any]]:
+    store = RunStore.open(path)
+    try:
+        rows = list(store.rows(table))
+    finally:
+        store.close()
+    drop = {"session", "call_key"}
+    return sorted(({k: v for k, v in r.items() if k not in drop} for r in rows), key=json.dumps)
+
+
+def run(config: Any, path: Path, **options: Any) -> Any:
+    return asyncio.run(run_experiment(config, path, RunOptions(**options)))
+
+
+def test_a_run_stores_everything_and_an_identical_rerun_makes_no_call(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    first = run(experiment(THREE, seeds=(0, 1)), path)
+    assert (first.units, first.ran, first.skipped) == (24, 24, 0)
+    # calls: round 0 is 3 agents per (question, seed) shared by all; society adds 2 rounds of 3
+    assert first.calls == 8 * 3 + 8 * 3 * 2
+    store = RunStore.open(path)
+    meta = store.meta()
+    assert meta["status"] == "complete" and meta["schema_version"] == SCHEMA_VERSION
+    assert meta["round0_sharing"] == {"single": ["vote", "society"], "vote": ["single", "society"],
+                                      "society": ["single", "vote"]}  # fmt: skip
+    assert meta["models"] == {"numbers": {"backend": "scripted", "model_id": "scripted:numbers"}}
+    assert set(meta["prompt_templates"]) == {"initial_messages", "debate_message", "reflection_message"}
+    assert store.conditions()["society"]["protocol"]["rounds"] == 3
+    assert store.count("results") == 24 and store.count("turns") == 8 * (1 + 3 + 9)
+    assert store.count("calls") == first.calls
+    call = next(store.rows("calls"))
+    assert json.loads(call["request"])["messages"] and json.loads(call["reply"])["samples"][0]["text"]
+    store.close()
+    before = stored(path)
+
+    again = run(experiment(THREE, seeds=(0, 1)), path)
+    assert (again.calls, again.replayed, again.ran, again.skipped) == (0, 0, 0, 24)
+    assert stored(path) == before
+
+
+def test_replay_from_the_store_reproduces_results_without_calls(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    run(experiment(THREE), path)
+    before = stored(path)
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM results")
+    db.execute("DELETE FROM turns")
+    db.commit()
+    db.close()
+    replay = run(experiment(THREE), path)
+    assert replay.calls == 0 and replay.ran == 12
+    assert stored(path) == before
+
+    fresh = run(experiment(THREE), path, use_cache=False, retry_errors=True)
+    assert fresh.calls == 0  # every question is stored: nothing to run
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM results")
+    db.commit()
+    db.close()
+    fresh = run(experiment(THREE), path, use_cache=False)
+    assert fresh.calls == 4 * (1 + 3 + 9) and fresh.replayed == 0  # no sharing, no replay
+    assert stored(path) == before  # the scripted model is deterministic
+
+
+def test_shared_round0_costs_no_more_than_society_alone(tmp_path: Path) -> None:
+    together = run(experiment(THREE, count=6), tmp_path / "all.sqlite")
+    alone = run(experiment([THREE[2]], count=6), tmp_path / "society.sqlite")
+
+    def round0_calls(path: Path) -> int:
+        return sum(1 for c in stored(path, "calls") if c["round"] == 0)
+
+    assert round0_calls(tmp_path / "all.sqlite") == round0_calls(tmp_path / "society.sqlite") == 6 * 3
+    assert together.calls == alone.calls
+    # the starting points are identical: single is agent-1's round 0, vote is the round-0 majority
+    rows = {(r.condition, r.question_id): r for r in question_rows(RunStore.open(tmp_path / "all.sqlite"))}
+    for qid in {q for _, q in rows}:
+        assert rows[("single", qid)].answers[0] == rows[("society", qid)].answers[0][:1]
+        assert rows[("vote", qid)].answers[0] == rows[("society", qid)].answers[0]
+
+    unshared = run(experiment(THREE, count=6, share_round0=False), tmp_path / "unshared.sqlite")
+    assert unshared.calls == together.calls + 6 * (1 + 3)
+    assert RunStore.open(tmp_path / "unshared.sqlite").meta()["round0_sharing"]["vote"] == []
+
+
+def test_a_store_of_another_experiment_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    run(experiment(THREE), path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(ConfigError, match="holds a run of a different experiment"):
+        run(experiment(THREE, count=5), path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+def test_unreadable_and_incompatible_stores_are_clear_errors(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="is not a readable moot run store"):
+        run(experiment(THREE), junk)
+    assert junk.read_bytes() == b"this is not a database" * 100
+
+    path = tmp_path / "old.sqlite"
+    run(experiment(THREE), path)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match=r"written by moot .* with store schema 99; this moot .* reads schema 1"):
+        RunStore.open(path)
+
+
+def test_failed_questions_are_stored_as_errors_and_retried_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = {"on": True}
+
+    def flaky(request: GenerationRequest, index: int) -> str:
+        if broken["on"] and "8+16*15" in request.messages[-1].content:
+            raise BackendError("server answered HTTP 500: boom")
+        return seeded_numbers(request, index)
+
+    monkeypatch.setattr(experiment_module, "make_backend", lambda cfg: ScriptedBackend(flaky, "scripted:numbers"))
+    path = tmp_path / "run.sqlite"
+    config = experiment(THREE)
+    first = run(config, path)
+    results = {(r["condition"], r["question_id"]): r for r in stored(path)}
+    errors = [r for r in results.values() if r["status"] == "error"]
+    assert len(errors) == 3 and all(r["question_id"] == "arithmetic-s0-1" for r in errors)
+    assert all(r["error"] == "server answered HTTP 500: boom" and r["correct"] == 0 for r in errors)
+    assert len(results) == 12  # the run went on; no question was substituted
+    assert first.errors >= 1 and stored(path, "call_errors")
+    summary = summarize(RunStore.open(path))[1]
+    assert summary.errors == 3
+
+    broken["on"] = False
+    assert run(config, path).ran == 0  # errors are kept unless asked
+    retry = run(config, path, retry_errors=True)
+    assert retry.ran == 3
+    assert all(r["status"] != "error" for r in stored(path))
+
+
+def test_export_formats(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    run(experiment(THREE, count=2), path)
+    jsonl = export_table(path, "results", "jsonl")
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert len(rows) == 6 and {r["condition"] for r in rows} == {"single", "vote", "society"}
+    csv_path = export_table(path, "turns", "csv", tmp_path / "turns.csv")
+    assert csv_path.read_text().splitlines()[0].startswith("condition,task,question_id,seed,round,agent")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(export_table(path, "calls", "parquet"))
+    assert table.num_rows == 2 * (3 + 6) and "reply" in table.column_names
+    with pytest.raises(ConfigError, match="unknown export format 'xml'"):
+        export_table(path, "results", "xml")
+
+
+def test_accounting_with_prices(tmp_path: Path) -> None:
+    config = experiment(THREE, count=2, prices={"numbers": {"prompt": 1.0, "completion": 2.0}})
+    path = tmp_path / "run.sqlite"
+    run(config, path)
+    conditions, total = summarize(RunStore.open(path))
+    calls = stored(path, "calls")
+    expected = sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in calls) / 1e6
+    assert total.cost == pytest.approx(expected)
+    assert sum(c.cost for c in conditions) == pytest.approx(expected)
+    assert sum(c.calls for c in conditions) == total.calls == len(calls)
+    assert {c.name: c.used_calls for c in conditions} == {"single": 2, "vote": 6, "society": 18}

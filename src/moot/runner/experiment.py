@@ -125,7 +125,7 @@ class Experiment:
         self.output = output
         self.conditions = resolve(config)
         self.fingerprint = results_fingerprint(config, self.conditions)
-        self.store = self._open_store()
+        self._store = self._open_existing()
         self.tasks = {sel.name: get_task(sel.name) for sel in config.tasks}
         self.questions = {
             i: select_questions(self.tasks[sel.name], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)
@@ -133,20 +133,29 @@ class Experiment:
         self._backends: dict[BackendConfig, Backend] = {}
         self.agents: dict[str, list[Agent]] = {}
 
-    def _open_store(self) -> RunStore:
-        digest = fingerprint_hash(self.fingerprint)
-        if self.output.exists() and not RunStore.is_blank(self.output):
-            store = RunStore.open(self.output)
-            if store.meta().get("fingerprint_hash") != digest:
-                store.close()
-                raise ConfigError(
-                    f"{self.output} holds a run of a different experiment (conditions, tasks, seeds or agents "
-                    "differ); choose another output path"
-                )
-            return store
+    @property
+    def store(self) -> RunStore:
+        if self._store is None:
+            raise RuntimeError("the store is created when the experiment first runs")
+        return self._store
+
+    def _open_existing(self) -> RunStore | None:
+        """The existing store of this experiment, checked before anything is loaded; None if there is none."""
+        if not self.output.exists() or RunStore.is_blank(self.output):
+            return None
+        store = RunStore.open(self.output)
+        if store.meta().get("fingerprint_hash") != fingerprint_hash(self.fingerprint):
+            store.close()
+            raise ConfigError(
+                f"{self.output} holds a run of a different experiment (conditions, tasks, seeds or agents "
+                "differ); choose another output path"
+            )
+        return store
+
+    def _create_store(self) -> RunStore:
         meta = {
             "name": self.config.name,
-            "fingerprint_hash": digest,
+            "fingerprint_hash": fingerprint_hash(self.fingerprint),
             "config": self.config.model_dump(mode="json"),
             "round_convention": ROUND_CONVENTION,
             "history_mode": HISTORY_MODE,
@@ -175,6 +184,8 @@ class Experiment:
                     await backend.check()
                 agents.append(Agent(spec, self._backends[spec.backend]))
             self.agents[condition.name] = agents
+        if self._store is None:  # created only once every model loads and every server answers
+            self._store = self._create_store()
         self.store.set_meta(
             "models",
             {model_name(cfg): {"backend": cfg.kind, "model_id": b.model_id} for cfg, b in self._backends.items()},
@@ -190,13 +201,17 @@ class Experiment:
         on_start: Callable[[int], None] | None = None,
     ) -> RunOutcome:  # fmt: skip
         start = time.perf_counter()
+        try:
+            await self._build_agents()
+        except BaseException:
+            await self._close_backends()
+            raise
         for i, selection in enumerate(self.config.tasks):
             self.store.add_questions(selection.name, self.questions[i])
         self.store.start_session({"use_cache": options.use_cache, "retry_errors": options.retry_errors})
         cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0)
         status = "interrupted"
         try:
-            await self._build_agents()
             done = self.store.done()
             pending = [
                 u for u in self.units()
@@ -223,8 +238,11 @@ class Experiment:
             )  # fmt: skip
         finally:
             self.store.finish_session(status, cache.usage.calls, cache.replayed)
-            for backend in self._backends.values():
-                await backend.aclose()
+            await self._close_backends()
+
+    async def _close_backends(self) -> None:
+        for backend in self._backends.values():
+            await backend.aclose()
 
     async def _worker(
         self, queue: asyncio.Queue[Unit], cache: CallCache, on_result: Callable[[Unit, DebateResult], None] | None
@@ -245,7 +263,8 @@ class Experiment:
                 on_result(unit, result)
 
     def close(self) -> None:
-        self.store.close()
+        if self._store is not None:
+            self._store.close()
 
 
 async def run_experiment(

@@ -127,4 +127,5 @@ class BackendConfig(BaseModel):
     timeout_s: float = Field(default=600.0, gt=0, description="openai: per-request timeout.")
     max_retries: int = Field(default=2, ge=0, description="openai: retries on transient errors.")
     max_concurrency: int = Field(default=8, ge=1, description="openai: requests in flight at once.")
+    requests_per_minute: float | None = Field(default=None, gt=0, description="openai: start at most this many.")
     delay_s: float = Field(default=0.0, ge=0, description="scripted: seconds each reply takes (tests, benchmarks).")

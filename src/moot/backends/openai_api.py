@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from typing import Any
 
@@ -42,6 +43,9 @@ class OpenAIBackend:
             max_retries=config.max_retries,
         )
         self._parallel = config.max_concurrency
+        self._interval = 60.0 / config.requests_per_minute if config.requests_per_minute else 0.0
+        self._next_start = 0.0
+        self._pace = asyncio.Lock()
         self._limit = asyncio.Semaphore(config.max_concurrency)
         self._model_lock = asyncio.Lock()
 
@@ -95,6 +99,7 @@ class OpenAIBackend:
         if request.logprobs:
             params["logprobs"] = True
         async with self._limit:
+            await self._wait_for_rate()
             start = time.perf_counter()
             response = await self._call(self._client.chat.completions.create, **params)
             latency = time.perf_counter() - start
@@ -117,6 +122,17 @@ class OpenAIBackend:
             logprobs=logprobs,
         )
 
+    async def _wait_for_rate(self) -> None:
+        """Space request starts by 60 / requests_per_minute seconds."""
+        if not self._interval:
+            return
+        async with self._pace:
+            now = time.monotonic()
+            delay = self._next_start - now
+            self._next_start = max(now, self._next_start) + self._interval
+        if delay > 0:
+            await asyncio.sleep(delay)
+
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         import openai
 
@@ -125,7 +141,8 @@ class OpenAIBackend:
         except openai.APIConnectionError as exc:
             raise BackendError(f"cannot reach {self.base_url}: {exc}") from None
         except openai.APIStatusError as exc:
-            raise BackendError(f"{self.base_url} answered HTTP {exc.status_code}: {_short(exc.message)}") from None
+            message = re.sub(r"^Error code: \d+ - ", "", str(exc.message))
+            raise BackendError(f"{self.base_url} answered HTTP {exc.status_code}: {_short(message)}") from None
 
     async def aclose(self) -> None:
         await self._client.close()

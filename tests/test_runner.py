@@ -210,4 +210,7 @@ def test_accounting_with_prices(tmp_path: Path) -> None:
     assert total.cost == pytest.approx(expected)
     assert sum(c.cost for c in conditions) == pytest.approx(expected)
     assert sum(c.calls for c in conditions) == total.calls == len(calls)
+    stored_summary = RunStore.open(path).meta()["summary"]  # accounting is stored with the run
+    assert stored_summary["total"]["cost"] == pytest.approx(expected)
+    assert [c["name"] for c in stored_summary["conditions"]] == ["single", "vote", "society"]
     assert {c.name: c.used_calls for c in conditions} == {"single": 2, "vote": 6, "society": 18}

@@ -252,7 +252,7 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
         if not state["lines"]:
             progress = Progress(
                 TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[calls]}"),
-                TimeRemainingColumn(), console=console,
+                TextColumn("ETA"), TimeRemainingColumn(), console=console,
             )  # fmt: skip
             state["task"] = progress.add_task("run", total=pending, calls="")
             progress.start()
@@ -271,7 +271,9 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
                 f"{rounds_text}   → {result.final_answer or '—'} {mark}"
             )
         else:
-            state["progress"].update(state["task"], advance=1)
+            usage = exp.cache.usage
+            calls = f"calls {usage.calls:,} · replayed {exp.cache.replayed:,} · tokens {usage.prompt_tokens + usage.completion_tokens:,}"
+            state["progress"].update(state["task"], advance=1, calls=calls)
 
     try:
         outcome = asyncio.run(exp.run(options, on_result=on_result, on_start=on_start))

@@ -36,6 +36,7 @@ from moot.runner.config import (
     results_fingerprint,
 )
 from moot.runner.store import RunStore
+from moot.runner.summary import summary_json
 from moot.tasks import Question, Task, get_task
 
 
@@ -132,6 +133,7 @@ class Experiment:
         }
         self._backends: dict[BackendConfig, Backend] = {}
         self.agents: dict[str, list[Agent]] = {}
+        self.cache: CallCache | None = None  # the running session's cache, for progress displays
 
     @property
     def store(self) -> RunStore:
@@ -210,6 +212,7 @@ class Experiment:
             self.store.add_questions(selection.name, self.questions[i])
         self.store.start_session({"use_cache": options.use_cache, "retry_errors": options.retry_errors})
         cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0)
+        self.cache = cache
         status = "interrupted"
         try:
             done = self.store.done()
@@ -231,6 +234,7 @@ class Experiment:
             complete = len(self.store.done()) == sum(1 for _ in self.units())
             status = "complete" if complete else "incomplete"
             self.store.set_meta("status", status)
+            self.store.set_meta("summary", summary_json(self.store))
             total = sum(1 for _ in self.units())
             return RunOutcome(
                 self.output, total, total - len(pending), len(pending), cache.usage.calls, cache.replayed,

@@ -27,16 +27,6 @@ class Usage:
         self.latency_s += sum(s.latency_s for s in reply.samples)
         self.by_model[reply.model] = self.by_model.get(reply.model, 0) + 1
 
-    def merge(self, other: Usage) -> None:
-        self.calls += other.calls
-        self.samples += other.samples
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.latency_s += other.latency_s
-        self.errors += other.errors
-        for model, count in other.by_model.items():
-            self.by_model[model] = self.by_model.get(model, 0) + count
-
 
 class Caller:
     """Sends requests to backends and keeps the count. Failed calls are counted as errors.

@@ -70,7 +70,10 @@ def test_a_run_stores_everything_and_an_identical_rerun_makes_no_call(tmp_path: 
     assert meta["round0_sharing"] == {"single": ["vote", "society"], "vote": ["single", "society"],
                                       "society": ["single", "vote"]}  # fmt: skip
     assert meta["models"] == {"numbers": {"backend": "scripted", "model_id": "scripted:numbers"}}
-    assert set(meta["prompt_templates"]) == {"initial_messages", "debate_message", "reflection_message"}
+    assert {"initial_messages", "debate_message", "reflection_message", "fresh_message", "judge_messages"} <= set(
+        meta["prompt_templates"]
+    )
+    assert all(len(digest) == 64 for digest in meta["prompt_templates"].values())
     assert store.conditions()["society"]["protocol"]["rounds"] == 3
     assert store.count("results") == 24 and store.count("turns") == 8 * (1 + 3 + 9)
     assert store.count("calls") == first.calls
@@ -214,3 +217,19 @@ def test_accounting_with_prices(tmp_path: Path) -> None:
     assert stored_summary["total"]["cost"] == pytest.approx(expected)
     assert [c["name"] for c in stored_summary["conditions"]] == ["single", "vote", "society"]
     assert {c.name: c.used_calls for c in conditions} == {"single": 2, "vote": 6, "society": 18}
+
+
+def test_judge_calls_are_stored_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    config = experiment([{"name": "adaptive", "protocol": "du-adaptive", "rounds": 3}], count=2)
+    outcome = run(config, path)
+    calls = stored(path, "calls")
+    judge_calls = [c for c in calls if c["agent"] == "judge"]
+    assert len(judge_calls) == 2 * 3 and outcome.calls == 2 * 3 * 3 + 2 * 3
+    for result in stored(path):
+        votes = json.loads(result["votes"])
+        assert [v["judge"]["confidence"] for v in votes] == [None, None, None]  # "numbers" gives none
+        assert result["stop_reason"] == "max_rounds" and result["rounds_used"] == 3
+    assert {t["agent"] for t in stored(path, "turns")} == {"agent-1", "agent-2", "agent-3"}
+    conditions, _ = summarize(RunStore.open(path))
+    assert conditions[0].calls == conditions[0].used_calls == len(calls)

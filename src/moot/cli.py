@@ -146,7 +146,7 @@ def run(
     ] = None,
     protocol: Annotated[
         list[str] | None,
-        typer.Option("--protocol", "-p", help="Protocol preset, repeatable for several conditions (default: society)."),
+        typer.Option("--protocol", "-p", help="Protocol preset (see `moot protocols`), repeatable for several conditions (default: society)."),
     ] = None,
     task: Annotated[str | None, typer.Option("--task", "-t", help="Benchmark task (default: arithmetic).")] = None,
     questions: Annotated[int | None, typer.Option("--questions", "-q", help="Number of questions (default: 5).")] = None,
@@ -340,7 +340,7 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
 @reports_errors
 def ask(
     question: Annotated[str, typer.Argument(help="The question to debate.")],
-    protocol: Annotated[str, typer.Option("--protocol", "-p", help="Protocol preset.")] = "society",
+    protocol: Annotated[str, typer.Option("--protocol", "-p", help="Protocol preset (see `moot protocols`).")] = "society",
     task: Annotated[
         str, typer.Option("--task", "-t", help="Task whose answer format and extractor to use.")
     ] = "arithmetic",
@@ -383,12 +383,17 @@ def ask(
             answer = turn.answer if turn.answer is not None else "unparsed"
             console.print(Panel(escape(text.strip()), title=f"{turn.agent} → {escape(answer)}", title_align="left"))
         console.print(f"vote: {', '.join(f'{a} ×{c}' for a, c in record.vote.counts) or 'no parsed answer'}")
+        if record.judge is not None:
+            confidence = "unparsed" if record.judge.confidence is None else f"{record.judge.confidence:g}"
+            console.print(f"judge: {escape(str(record.judge.answer))} (confidence {confidence})")
 
     async def go() -> Any:
-        built = build_agents(condition.agents)
+        specs = [*condition.agents, condition.judge] if condition.judge else list(condition.agents)
+        built = build_agents(specs)
         try:
             await check_agents(built)
-            return await evaluate(item_task, spec, built, [item], seed=seed or 0, on_round=on_round)
+            agents, judge = (built[:-1], built[-1]) if condition.judge else (built, None)
+            return await evaluate(item_task, spec, agents, [item], seed=seed or 0, judge=judge, on_round=on_round)
         finally:
             await close_agents(built)
 
@@ -404,6 +409,45 @@ def ask(
         f"model calls {usage.calls} · prompt tokens {usage.prompt_tokens:,} · completion tokens "
         f"{usage.completion_tokens:,} · wall time {outcome.wall_s:.1f} s"
     )
+
+
+protocols_app = typer.Typer(help="List the protocol presets and show their components.", invoke_without_command=True)
+app.add_typer(protocols_app, name="protocols")
+
+
+@protocols_app.callback()
+def protocols_list(ctx: typer.Context) -> None:
+    """List the protocol presets, one line each."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from moot.debate.protocols import PRESETS
+
+    table = Table()
+    for column in ("preset", "agents × rounds", "calls per round", "reproduces"):
+        table.add_column(column)
+    for spec in PRESETS.values():
+        table.add_row(spec.name, f"{spec.agents} × {spec.rounds}", spec.calls_per_round(), spec.reference)
+    console.print(table)
+    console.print("[dim]`moot protocols show NAME` prints a preset's components; experiment files combine them[/]")
+
+
+@protocols_app.command("show")
+@reports_errors
+def protocols_show(
+    name: Annotated[str, typer.Argument(help="A preset name.")],
+    agents: Agents = None,
+    rounds: Rounds = None,
+) -> None:
+    """Print a preset's resolved components and its model calls per round."""
+    from moot.debate.protocols import resolve_protocol
+
+    spec = resolve_protocol(name, agents=agents, rounds=rounds)
+    table = Table(title=spec.name, title_justify="left", show_header=False)
+    table.add_column("component")
+    table.add_column("choice")
+    for key, value in spec.describe().items():
+        table.add_row(key, escape(value))
+    console.print(table)
 
 
 @app.command()

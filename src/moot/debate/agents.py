@@ -20,7 +20,9 @@ class Sampling(BaseModel):
 
 
 class AgentSpec(BaseModel):
-    """The configuration of one agent. ``persona`` is its system prompt (overrides the task's)."""
+    """The configuration of one agent. ``persona`` is its system prompt (overrides the task's);
+    ``agreement`` (0-10) adds a sentence to its debate prompts asking it to agree with its peers
+    about that many tenths of the time (DebateLLM's agreement-intensity knob)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -28,6 +30,7 @@ class AgentSpec(BaseModel):
     backend: BackendConfig = BackendConfig()
     sampling: Sampling = Sampling()
     persona: str | None = None
+    agreement: int | None = Field(default=None, ge=0, le=10)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,11 @@ from moot.backends.base import GenerationRequest, Message
 from moot.calls import Caller
 from moot.debate.agents import Agent
 from moot.debate.aggregation import majority_vote
-from moot.debate.prompts import debate_message, initial_messages, reflection_message
+from moot.debate.judge import judge_messages, read_judge
+from moot.debate.prompts import debate_message, fresh_message, initial_messages, reflection_message, system_messages
 from moot.debate.protocols import ProtocolSpec
-from moot.debate.records import DebateResult, FinalStatus, RoundRecord, Turn
+from moot.debate.records import DebateResult, FinalStatus, JudgeVerdict, RoundRecord, Turn
+from moot.debate.stopping import stop_reason
 from moot.errors import BackendError, ConfigError
 from moot.seeds import derive_seed
 from moot.tasks.base import Question, Task
@@ -20,16 +22,10 @@ ROUND_CONVENTION = (
     "round 0: independent answers; round r >= 1: every agent sees its peers' round r-1 replies "
     "(simultaneous update); the round count includes round 0"
 )
-HISTORY_MODE = "chat: each agent keeps its own multi-turn history (Du et al.)"
+HISTORY_MODE = "chat: each agent keeps its own multi-turn history (Du et al.); fresh: one new prompt per round"
+JUDGE_NAME = "judge"
 
 RoundCallback = Callable[[Question, RoundRecord], None]
-
-
-def peers_of(protocol: ProtocolSpec, index: int) -> list[int]:
-    """Indices of the agents whose previous replies agent ``index`` reads."""
-    if protocol.topology == "none":
-        return []
-    return [j for j in range(protocol.agents) if j != index]
 
 
 def call_seed(run_seed: int, question: Question, agent: Agent, round_index: int) -> int:
@@ -68,6 +64,44 @@ async def _speak(
     )
 
 
+async def _judge(
+    judge: Agent, task: Task, question: Question, turns: Sequence[Turn], round_index: int, seed: int, caller: Caller
+) -> JudgeVerdict:
+    sampling = judge.spec.sampling
+    request = GenerationRequest(
+        messages=judge_messages(task, question, turns),
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        max_tokens=sampling.max_tokens,
+        seed=derive_seed(seed, question.id, JUDGE_NAME, round_index),
+    )
+    reply = await caller.call(judge.backend, request, agent=JUDGE_NAME, round=round_index)
+    sample = reply.samples[0]
+    reading = read_judge(task, sample.text)
+    return JudgeVerdict(
+        sample.text, reading.answer, reading.confidence, sample.prompt_tokens, sample.completion_tokens,
+        sample.latency_s,
+    )  # fmt: skip
+
+
+def _next_prompts(
+    protocol: ProtocolSpec, agents: Sequence[Agent], task: Task, question: Question,
+    histories: list[list[Message]], previous: Sequence[Turn],
+) -> None:  # fmt: skip
+    """Extend (chat) or replace (fresh) each agent's messages for the next round."""
+    for i, peer_ids in enumerate(protocol.topology.peers(protocol.agents)):
+        agent = agents[i]
+        peers = [previous[j] for j in peer_ids]
+        if protocol.history == "fresh":
+            histories[i] = system_messages(task, agent.spec.persona) + [
+                fresh_message(task, question, previous[i], peers, protocol.rendering, agent.spec.agreement)
+            ]
+        elif peers:
+            histories[i].append(debate_message(task, peers, protocol.rendering, agent.spec.agreement))
+        else:
+            histories[i].append(reflection_message(task))
+
+
 async def run_debate(
     question: Question,
     task: Task,
@@ -76,47 +110,58 @@ async def run_debate(
     *,
     caller: Caller,
     seed: int = 0,
+    judge: Agent | None = None,
     on_round: RoundCallback | None = None,
 ) -> DebateResult:
     """Run one question under ``protocol``. A failed model call ends the question with status ``error``."""
     if len(agents) != protocol.agents:
         raise ConfigError(f"protocol {protocol.name!r} needs {protocol.agents} agents, got {len(agents)}")
-    if len({a.name for a in agents}) != len(agents):
-        raise ConfigError("agent names must be unique")
+    if len({a.name for a in agents} | {JUDGE_NAME}) != len(agents) + 1:
+        raise ConfigError(f"agent names must be unique and not {JUDGE_NAME!r}")
+    if protocol.needs_judge and judge is None:
+        raise ConfigError(f"protocol {protocol.name!r} needs a judge agent")
     histories = [initial_messages(task, question, a.spec.persona) for a in agents]
     records: list[RoundRecord] = []
+    reason = "max_rounds"
     try:
         for r in range(protocol.rounds):
             if r > 0:
-                previous = records[-1].turns
-                for i, history in enumerate(histories):
-                    peers = peers_of(protocol, i)
-                    history.append(
-                        debate_message(task, [previous[j].text for j in peers]) if peers else reflection_message(task)
-                    )
+                _next_prompts(protocol, agents, task, question, histories, records[-1].turns)
             turns = await asyncio.gather(
                 *(
                     _speak(a, task, question, tuple(histories[i]), r, call_seed(seed, question, a, r), caller)
                     for i, a in enumerate(agents)
                 )
             )
-            for history, turn in zip(histories, turns):
-                history.append(Message("assistant", turn.text))
+            if protocol.history == "chat":
+                for history, turn in zip(histories, turns):
+                    history.append(Message("assistant", turn.text))
             vote = majority_vote(
                 [t.answer for t in turns], protocol.tie_rule, seed=derive_seed(seed, question.id, "tie", r)
             )
-            record = RoundRecord(index=r, turns=tuple(turns), vote=vote)
+            verdict = await _judge(judge, task, question, turns, r, seed, caller) if judge and protocol.needs_judge else None
+            record = RoundRecord(index=r, turns=tuple(turns), vote=vote, judge=verdict)
             records.append(record)
             if on_round is not None:
                 on_round(question, record)
+            if (why := stop_reason(protocol.stopping, records)) is not None and r < protocol.rounds - 1:
+                reason = why
+                break
+            if why is not None:
+                reason = why
     except BackendError as exc:
         return DebateResult(question, protocol.name, tuple(records), None, FinalStatus.ERROR, False, "error", str(exc))
-    vote = records[-1].vote
-    if vote.winner is not None:
+    last = records[-1]
+    if protocol.aggregation == "judge":
+        assert last.judge is not None
+        winner, tied = last.judge.answer, ()
+    else:
+        winner, tied = last.vote.winner, last.vote.tied
+    if winner is not None:
         status = FinalStatus.ANSWERED
-    elif vote.tied:
+    elif tied:
         status = FinalStatus.ABSTAINED
     else:
         status = FinalStatus.UNPARSED
-    correct = vote.winner is not None and task.score(vote.winner, question)
-    return DebateResult(question, protocol.name, tuple(records), vote.winner, status, correct, "max_rounds")
+    correct = winner is not None and task.score(winner, question)
+    return DebateResult(question, protocol.name, tuple(records), winner, status, correct, reason)

@@ -1,12 +1,14 @@
-"""Protocols as data: named presets of the engine's settings."""
+"""Protocols as data: a protocol is a set of component choices; presets name the published ones."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from moot.debate.aggregation import TieRule
+from moot.debate.stopping import Stopping
+from moot.debate.topology import Topology
 from moot.errors import ConfigError
 
 
@@ -14,7 +16,7 @@ class ProtocolSpec(BaseModel):
     """One protocol, fully resolved.
 
     ``rounds`` counts round 0 (the independent answers), as Du et al.'s code does:
-    ``rounds=2`` is round 0 plus one debate round.
+    ``rounds=2`` is round 0 plus one debate round. With an adaptive ``stopping`` rule it is the cap.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -22,65 +24,140 @@ class ProtocolSpec(BaseModel):
     name: str
     agents: int = Field(ge=1)
     rounds: int = Field(ge=1)
-    topology: Literal["none", "full"] = Field(
-        description="who hears whom in rounds >= 1: none (each agent alone) or full (everyone hears everyone)"
+    topology: Topology = Topology(kind="full")
+    history: Literal["chat", "fresh"] = Field(
+        default="chat",
+        description="chat: each agent keeps its own chat history (Du); fresh: a new single-turn prompt each "
+        "round with the question, the agent's last reply and its peers' replies (Choi / DAR)",
     )
-    history: Literal["chat"] = Field(default="chat", description="chat: each agent keeps its own chat history (Du)")
-    aggregation: Literal["majority"] = "majority"
+    rendering: Literal["du", "grouped"] = Field(
+        default="du", description="du: peers' replies one by one; grouped: by answer, with counts"
+    )
+    stopping: Stopping = Stopping()
+    aggregation: Literal["majority", "judge"] = Field(
+        default="majority", description="majority of the last round, or the last judge's answer"
+    )
     tie_rule: TieRule = "first"
     reference: str = ""
     fixed_agents: bool = Field(default=False, exclude=True)
     fixed_rounds: bool = Field(default=False, exclude=True)
 
+    @model_validator(mode="after")
+    def _consistent(self) -> ProtocolSpec:
+        if self.aggregation == "judge" and self.stopping.kind != "judge":
+            raise ValueError("aggregation 'judge' needs stopping kind 'judge' (the judge is called after each round)")
+        if self.stopping.min_rounds > self.rounds:
+            raise ValueError(f"stopping.min_rounds ({self.stopping.min_rounds}) exceeds rounds ({self.rounds})")
+        return self
+
+    @property
+    def needs_judge(self) -> bool:
+        return self.stopping.kind == "judge"
+
+    def calls_per_round(self) -> str:
+        judge = " + 1 judge call" if self.needs_judge else ""
+        return f"{self.agents} agent call{'s' if self.agents > 1 else ''}{judge}"
+
+    def describe(self) -> dict[str, str]:
+        """The resolved components, in words, for `moot protocols show`."""
+        t = self.topology
+        topology = t.kind + {"ring": f" (k={t.k})", "star": f" (hub agent {t.hub})"}.get(t.kind, "")
+        if t.kind == "graph":
+            topology += f" {t.edges}"
+        stop = self.stopping
+        stopping = {
+            "fixed": f"fixed: all {self.rounds} rounds",
+            "consensus": f"consensus of {stop.fraction:.0%} of agents, cap {self.rounds} rounds",
+            "stable": f"no answer changed since the previous round, cap {self.rounds} rounds",
+            "judge": f"judge confidence >= {stop.threshold:g}/100, cap {self.rounds} rounds",
+        }[stop.kind]
+        return {
+            "agents": str(self.agents),
+            "rounds": f"{self.rounds} (counting round 0)",
+            "topology": f"{topology}, density {t.density(self.agents):.2f}",
+            "history": self.history,
+            "peer rendering": self.rendering,
+            "stopping": stopping + (f", at least {stop.min_rounds} rounds" if stop.min_rounds > 1 else ""),
+            "aggregation": self.aggregation + (f" (ties: {self.tie_rule})" if self.aggregation == "majority" else ""),
+            "model calls per round": self.calls_per_round(),
+            "reference": self.reference,
+        }
+
+
+def _preset(**fields: Any) -> ProtocolSpec:
+    return ProtocolSpec(**fields)
+
 
 PRESETS: dict[str, ProtocolSpec] = {
     p.name: p
     for p in (
-        ProtocolSpec(
-            name="single",
-            agents=1,
-            rounds=1,
-            topology="none",
+        _preset(
+            name="single", agents=1, rounds=1, topology=Topology(kind="none"), fixed_agents=True, fixed_rounds=True,
             reference="one agent, one answer: the single-agent baseline",
-            fixed_agents=True,
-            fixed_rounds=True,
         ),
-        ProtocolSpec(
-            name="vote",
-            agents=3,
-            rounds=1,
-            topology="none",
+        _preset(
+            name="vote", agents=3, rounds=1, topology=Topology(kind="none"), fixed_rounds=True,
             reference="self-consistency (Wang et al. 2023): N independent answers, majority vote",
-            fixed_rounds=True,
         ),
-        ProtocolSpec(
-            name="society",
-            agents=3,
-            rounds=2,
-            topology="full",
+        _preset(
+            name="society", agents=3, rounds=2,
             reference="Du et al. 2024, Society of Mind: every agent reads all peers' previous replies; majority",
+        ),
+        _preset(
+            name="sparse", agents=4, rounds=3, topology=Topology(kind="ring", k=1),
+            reference="Li et al. 2024, sparse communication topology: each agent hears its ring neighbours",
+        ),
+        _preset(
+            name="star", agents=4, rounds=3, topology=Topology(kind="star", hub=0),
+            reference="a hub-and-spoke debate: agent 1 hears everyone, the others hear only agent 1",
+        ),
+        _preset(
+            name="self-refine", agents=1, rounds=3, topology=Topology(kind="none"), fixed_agents=True,
+            reference="one agent revising its own answer over R rounds (Du et al.'s reflection prompt): "
+            "the single-agent baseline of debate",
+        ),
+        _preset(
+            name="du-adaptive", agents=3, rounds=6, stopping=Stopping(kind="judge", threshold=90),
+            reference="the stopping study's Du adaptive condition: society plus a judge after each round, "
+            "stop at confidence >= 90/100, cap 6 rounds; the final answer is still the agents' majority",
         ),
     )
 }
 
+COMPONENT_FIELDS = ("topology", "history", "rendering", "stopping", "aggregation", "tie_rule")
+
 
 def resolve_protocol(
-    name: str, *, agents: int | None = None, rounds: int | None = None, tie_rule: TieRule | None = None
+    name: str,
+    *,
+    agents: int | None = None,
+    rounds: int | None = None,
+    tie_rule: TieRule | None = None,
+    components: dict[str, Any] | None = None,
+    presets: dict[str, ProtocolSpec] | None = None,
 ) -> ProtocolSpec:
-    """A preset with overrides applied and validated; errors name the setting and the problem."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown protocol {name!r}; known protocols: {', '.join(PRESETS)}")
-    preset = PRESETS[name]
+    """A preset with overrides applied and validated (topology included); errors name the setting."""
+    known = {**PRESETS, **(presets or {})}
+    if name not in known:
+        raise ConfigError(f"unknown protocol {name!r}; known protocols: {', '.join(known)}")
+    preset = known[name]
     for value, what, fixed in ((agents, "agents", preset.fixed_agents), (rounds, "rounds", preset.fixed_rounds)):
         if value is not None and value < 1:
             raise ConfigError(f"{what} must be a positive integer, got {value}")
         if value is not None and fixed and value != getattr(preset, what):
             raise ConfigError(f"protocol {name!r} uses exactly {getattr(preset, what)} {what}, got {value}")
-    changes = {"agents": agents, "rounds": rounds, "tie_rule": tie_rule}
+    changes: dict[str, Any] = {"agents": agents, "rounds": rounds, "tie_rule": tie_rule, **(components or {})}
+    unknown = set(components or {}) - set(COMPONENT_FIELDS)
+    if unknown:
+        raise ConfigError(f"unknown protocol component {sorted(unknown)[0]!r}; components: {', '.join(COMPONENT_FIELDS)}")
     try:
-        return ProtocolSpec.model_validate(
+        spec = ProtocolSpec.model_validate(
             preset.model_dump() | {k: v for k, v in changes.items() if v is not None}
+            | {"fixed_agents": preset.fixed_agents, "fixed_rounds": preset.fixed_rounds}
         )
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ConfigError(f"protocol setting {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        where = ".".join(map(str, first["loc"])) or "protocol"
+        raise ConfigError(f"protocol setting {where}: {first['msg'].removeprefix('Value error, ')}") from None
+    spec.topology.validate_for(spec.agents)
+    return spec

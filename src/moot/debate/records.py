@@ -48,10 +48,23 @@ class Vote:
 
 
 @dataclass(frozen=True)
+class JudgeVerdict:
+    """A judge call after a round: its reply, the answer read from it, and its 0-100 confidence."""
+
+    text: str
+    answer: str | None
+    confidence: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+
+
+@dataclass(frozen=True)
 class RoundRecord:
     index: int
     turns: tuple[Turn, ...]
     vote: Vote
+    judge: JudgeVerdict | None = None
 
 
 @dataclass(frozen=True)

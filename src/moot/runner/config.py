@@ -10,14 +10,16 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from moot.backends.base import BackendConfig
 from moot.debate.agents import AgentSpec, Sampling
 from moot.debate.aggregation import TieRule
-from moot.debate.protocols import ProtocolSpec, resolve_protocol
+from moot.debate.protocols import PRESETS, ProtocolSpec, resolve_protocol
+from moot.debate.stopping import Stopping
+from moot.debate.topology import Topology
 from moot.errors import ConfigError, MootError
 
 
@@ -52,14 +54,41 @@ class AgentTemplate(_Strict):
     persona: str | None = None
 
 
-class ConditionConfig(_Strict):
-    """One arm of the experiment: a name, a protocol preset and its settings."""
+class ProtocolOverrides(_Strict):
+    """Component choices that override a preset's (see moot.debate.protocols.ProtocolSpec)."""
+
+    topology: Topology | None = None
+    history: Literal["chat", "fresh"] | None = None
+    rendering: Literal["du", "grouped"] | None = None
+    stopping: Stopping | None = None
+    aggregation: Literal["majority", "judge"] | None = None
+    tie_rule: TieRule | None = None
+
+    def components(self) -> dict[str, Any]:
+        """The component choices that were given (only this class's fields, also in subclasses)."""
+        return {k: getattr(self, k) for k in ProtocolOverrides.model_fields if getattr(self, k) is not None}
+
+
+class PresetConfig(ProtocolOverrides):
+    """A user-defined preset: a base preset plus component choices and defaults."""
+
+    base: str = "society"
+    agents: int | None = Field(default=None, ge=1)
+    rounds: int | None = Field(default=None, ge=1)
+    reference: str = ""
+
+
+class ConditionConfig(ProtocolOverrides):
+    """One arm of the experiment: a name, a protocol preset, its settings and component overrides.
+
+    ``judge`` configures the judge agent of protocols that need one (default: the first agent's
+    backend at temperature 0)."""
 
     name: str = Field(min_length=1)
     protocol: str
     agents: int | list[AgentTemplate] | None = None
     rounds: int | None = None
-    tie_rule: TieRule | None = None
+    judge: AgentTemplate | None = None
 
 
 class Price(_Strict):
@@ -81,6 +110,7 @@ class ExperimentConfig(_Strict):
     agent: AgentTemplate = AgentTemplate()
     conditions: tuple[ConditionConfig, ...] = Field(min_length=1)
     prices: dict[str, Price] = Field(default_factory=dict, description="by model name (or GGUF path)")
+    presets: dict[str, PresetConfig] = Field(default_factory=dict, description="user-defined protocol presets")
 
     @field_validator("seeds")
     @classmethod
@@ -106,20 +136,39 @@ class ResolvedCondition(_Strict):
     name: str
     protocol: ProtocolSpec
     agents: tuple[AgentSpec, ...]
+    judge: AgentSpec | None = None
 
 
 def _merge(base: AgentTemplate, override: AgentTemplate) -> AgentTemplate:
     return base.model_copy(update=override.model_dump(exclude_unset=True, exclude_none=True))
 
 
-def resolve_condition(condition: ConditionConfig, default: AgentTemplate, where: str) -> ResolvedCondition:
-    count = None if isinstance(condition.agents, list) else condition.agents
-    if isinstance(condition.agents, list):
-        count = len(condition.agents)
+def resolve_presets(presets: dict[str, PresetConfig]) -> dict[str, ProtocolSpec]:
+    """User presets as protocol specs (a preset may build on an earlier one)."""
+    resolved: dict[str, ProtocolSpec] = {}
+    for name, preset in presets.items():
+        if name in PRESETS:
+            raise ConfigError(f"presets.{name}: the name of a built-in preset")
+        try:
+            spec = resolve_protocol(
+                preset.base, agents=preset.agents, rounds=preset.rounds, components=preset.components(),
+                presets=resolved,
+            )  # fmt: skip
+        except ConfigError as exc:
+            raise ConfigError(f"presets.{name}: {exc}") from None
+        resolved[name] = spec.model_copy(update={"name": name, "reference": preset.reference or spec.reference})
+    return resolved
+
+
+def resolve_condition(
+    condition: ConditionConfig, default: AgentTemplate, where: str, presets: dict[str, ProtocolSpec] | None = None
+) -> ResolvedCondition:
+    count = len(condition.agents) if isinstance(condition.agents, list) else condition.agents
     try:
         protocol = resolve_protocol(
-            condition.protocol, agents=count, rounds=condition.rounds, tie_rule=condition.tie_rule
-        )
+            condition.protocol, agents=count, rounds=condition.rounds, components=condition.components(),
+            presets=presets,
+        )  # fmt: skip
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     templates = condition.agents if isinstance(condition.agents, list) else [AgentTemplate()] * protocol.agents
@@ -134,9 +183,17 @@ def resolve_condition(condition: ConditionConfig, default: AgentTemplate, where:
                 persona=merged.persona,
             )
         )
-    if len({a.name for a in agents}) != len(agents):
-        raise ConfigError(f"{where}.agents: agent names must be unique")
-    return ResolvedCondition(name=condition.name, protocol=protocol, agents=tuple(agents))
+    if len({a.name for a in agents} | {"judge"}) != len(agents) + 1:
+        raise ConfigError(f"{where}.agents: agent names must be unique and not 'judge'")
+    judge = None
+    if protocol.needs_judge:
+        first = agents[0]
+        merged = _merge(AgentTemplate(backend=first.backend, sampling=Sampling(temperature=0.0)), condition.judge or AgentTemplate())
+        judge = AgentSpec(name="judge", backend=merged.backend or first.backend, sampling=merged.sampling or Sampling(),
+                          persona=merged.persona)  # fmt: skip
+    elif condition.judge is not None:
+        raise ConfigError(f"{where}.judge: protocol {protocol.name!r} has no judge (its stopping is not 'judge')")
+    return ResolvedCondition(name=condition.name, protocol=protocol, agents=tuple(agents), judge=judge)
 
 
 def resolve(config: ExperimentConfig) -> tuple[ResolvedCondition, ...]:
@@ -148,7 +205,10 @@ def resolve(config: ExperimentConfig) -> tuple[ResolvedCondition, ...]:
             get_task(task.name)
         except MootError as exc:
             raise ConfigError(f"tasks.{i}.name: {exc}") from None
-    return tuple(resolve_condition(c, config.agent, f"conditions.{i}") for i, c in enumerate(config.conditions))
+    presets = resolve_presets(config.presets)
+    return tuple(
+        resolve_condition(c, config.agent, f"conditions.{i}", presets) for i, c in enumerate(config.conditions)
+    )
 
 
 def results_fingerprint(config: ExperimentConfig, conditions: tuple[ResolvedCondition, ...]) -> dict[str, Any]:

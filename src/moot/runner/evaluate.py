@@ -74,6 +74,7 @@ async def evaluate(
     questions: Sequence[Question],
     *,
     seed: int = 0,
+    judge: Agent | None = None,
     on_round: RoundCallback | None = None,
     on_result: Callable[[DebateResult], None] | None = None,
 ) -> EvalResult:
@@ -82,7 +83,9 @@ async def evaluate(
     start = time.perf_counter()
     results = []
     for question in questions:
-        result = await run_debate(question, task, protocol, agents, caller=caller, seed=seed, on_round=on_round)
+        result = await run_debate(
+            question, task, protocol, agents, caller=caller, seed=seed, judge=judge, on_round=on_round
+        )
         results.append(result)
         if on_result is not None:
             on_result(result)

@@ -20,8 +20,8 @@ from typing import Any
 from moot import __version__
 from moot.backends.base import Backend, BackendConfig
 from moot.backends.factory import make_backend
-from moot.debate import prompts
-from moot.debate.agents import Agent
+from moot.debate import judge, prompts
+from moot.debate.agents import Agent, AgentSpec
 from moot.debate.engine import HISTORY_MODE, ROUND_CONVENTION, run_debate
 from moot.debate.records import DebateResult
 from moot.errors import ConfigError
@@ -99,7 +99,10 @@ def select_questions(task: Task, selection: TaskSelection, where: str) -> list[Q
 
 def prompt_template_hashes() -> dict[str, str]:
     """sha256 of the source of every prompt-rendering function (what changes if a template changes)."""
-    functions = [prompts.initial_messages, prompts.debate_message, prompts.reflection_message]
+    functions = [
+        prompts.initial_messages, prompts.system_messages, prompts.render_peers, prompts.agreement_sentence,
+        prompts.debate_message, prompts.reflection_message, prompts.fresh_message, judge.judge_messages,
+    ]  # fmt: skip
     return {f.__name__: hashlib.sha256(inspect.getsource(f).encode()).hexdigest() for f in functions}
 
 
@@ -133,6 +136,7 @@ class Experiment:
         }
         self._backends: dict[BackendConfig, Backend] = {}
         self.agents: dict[str, list[Agent]] = {}
+        self.judges: dict[str, Agent] = {}
         self.cache: CallCache | None = None  # the running session's cache, for progress displays
 
     @property
@@ -176,16 +180,18 @@ class Experiment:
                     for condition in self.conditions:
                         yield Unit(condition, task, question, seed)
 
+    async def _agent(self, spec: AgentSpec) -> Agent:
+        if spec.backend not in self._backends:
+            backend = make_backend(spec.backend)
+            self._backends[spec.backend] = backend
+            await backend.check()
+        return Agent(spec, self._backends[spec.backend])
+
     async def _build_agents(self) -> None:
         for condition in self.conditions:
-            agents = []
-            for spec in condition.agents:
-                if spec.backend not in self._backends:
-                    backend = make_backend(spec.backend)
-                    self._backends[spec.backend] = backend
-                    await backend.check()
-                agents.append(Agent(spec, self._backends[spec.backend]))
-            self.agents[condition.name] = agents
+            self.agents[condition.name] = [await self._agent(spec) for spec in condition.agents]
+            if condition.judge is not None:
+                self.judges[condition.name] = await self._agent(condition.judge)
         if self._store is None:  # created only once every model loads and every server answers
             self._store = self._create_store()
         self.store.set_meta(
@@ -254,14 +260,17 @@ class Experiment:
         while not queue.empty():
             unit = queue.get_nowait()
             agents = self.agents[unit.condition.name]
+            judge_agent = self.judges.get(unit.condition.name)
             place: dict[str, object] = {
                 "condition": unit.condition.name, "task": unit.task.name,
                 "question_id": unit.question.id, "seed": unit.seed,
             }  # fmt: skip
-            caller = RecordingCaller(cache, place, {a.name: model_name(a.spec.backend) for a in agents})
+            speakers = [*agents, judge_agent] if judge_agent else agents
+            caller = RecordingCaller(cache, place, {a.name: model_name(a.spec.backend) for a in speakers})
             result = await run_debate(
-                unit.question, unit.task, unit.condition.protocol, agents, caller=caller, seed=unit.seed
-            )
+                unit.question, unit.task, unit.condition.protocol, agents, caller=caller, seed=unit.seed,
+                judge=judge_agent,
+            )  # fmt: skip
             self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys)
             if on_result is not None:
                 on_result(unit, result)

@@ -256,7 +256,11 @@ class RunStore:
                          t.parse_status.value, int(t.correct), None, t.finish_reason, t.prompt_tokens,
                          t.completion_tokens, t.latency_s, json.dumps([m.as_dict() for m in t.shown])),
                     )  # fmt: skip
-            votes = [{"round": r.index, "counts": r.vote.counts, "winner": r.vote.winner} for r in result.rounds]
+            votes = [
+                {"round": r.index, "counts": r.vote.counts, "winner": r.vote.winner,
+                 "judge": asdict(r.judge) if r.judge else None}
+                for r in result.rounds
+            ]  # fmt: skip
             db.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (*where, result.final_answer, result.status.value, int(result.correct), result.rounds_used,

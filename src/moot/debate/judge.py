@@ -1,0 +1,61 @@
+"""The judge: after a round, a separate model call reads the agents' latest replies and returns an
+answer and a 0-100 confidence (the stopping study's Du adaptive condition)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from moot.backends.base import Message
+from moot.debate.records import Turn
+from moot.tasks.base import Question, Task
+
+JUDGE_SYSTEM = (
+    "You are a judge of a debate between agents. Read the question and the agents' latest answers, "
+    "decide which answer is correct, and say how confident you are."
+)
+
+
+@dataclass(frozen=True)
+class JudgeReading:
+    """What was read from a judge's reply: the answer as the task extracts it, and the confidence."""
+
+    answer: str | None
+    confidence: float | None
+
+
+def judge_messages(task: Task, question: Question, turns: Sequence[Turn]) -> tuple[Message, ...]:
+    replies = "".join(f"\n\n{t.agent}: ```{t.text}```" for t in turns)
+    prompt = (
+        f"Question: {task.render(question)}\n\nThe agents answered:{replies}\n\n"
+        'Reply with JSON only: {"answer": "<the final answer>", "confidence": <0-100>}.'
+    )
+    return (Message("system", JUDGE_SYSTEM), Message("user", prompt))
+
+
+_CONFIDENCE = re.compile(r"confidence\W{0,4}(\d{1,3}(?:\.\d+)?)", re.IGNORECASE)
+
+
+def read_judge(task: Task, text: str) -> JudgeReading:
+    """Parse the judge's JSON (the last {...} object that parses); fall back to "confidence: N" and the
+    task's extractor. A confidence outside 0-100 is recorded as missing, never clipped."""
+    answer_text: str | None = None
+    confidence: float | None = None
+    for candidate in reversed(re.findall(r"\{[^{}]*\}", text)):
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            answer_text = str(data["answer"]) if data.get("answer") is not None else None
+            raw = data.get("confidence")
+            confidence = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+            break
+    if confidence is None and (match := _CONFIDENCE.search(text)):
+        confidence = float(match.group(1))
+    if confidence is not None and not 0 <= confidence <= 100:
+        confidence = None
+    answer = task.extract(answer_text if answer_text is not None else text).answer
+    return JudgeReading(answer, confidence)

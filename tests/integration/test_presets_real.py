@@ -1,0 +1,62 @@
+"""One real-model run per preset family (0.5B, small budgets): independent answers, full and sparse
+debate, fresh history with grouped rendering, self-refinement, and judge-based adaptive stopping."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from moot.runner.config import parse_experiment
+from moot.runner.experiment import run_experiment
+from moot.runner.store import RunStore
+
+pytestmark = pytest.mark.model
+
+
+def test_every_preset_family_runs_on_the_real_model(tiny_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = parse_experiment(
+        {
+            "name": "families",
+            "tasks": [{"name": "arithmetic", "count": 1, "seed": 2}],
+            "agent": {
+                "backend": {"kind": "local", "model": "qwen2.5-0.5b", "n_ctx": 4096},
+                "sampling": {"temperature": 0.7, "max_tokens": 40},
+            },
+            "conditions": [
+                {"name": "vote", "protocol": "vote", "agents": 2},
+                {"name": "sparse", "protocol": "sparse", "agents": 4, "rounds": 2},
+                {"name": "fresh", "protocol": "society", "agents": 2, "history": "fresh", "rendering": "grouped"},
+                {"name": "refine", "protocol": "self-refine", "rounds": 2},
+                {"name": "adaptive", "protocol": "du-adaptive", "agents": 2, "rounds": 2,
+                 "judge": {"sampling": {"temperature": 0.0, "max_tokens": 60}}},
+            ],
+        }
+    )  # fmt: skip
+    path = tmp_path / "run.sqlite"
+    outcome = asyncio.run(run_experiment(config, path))
+    store = RunStore.open(path)
+    results = {r["condition"]: r for r in store.rows("results")}
+    assert set(results) == {"vote", "sparse", "fresh", "refine", "adaptive"}
+    assert all(r["status"] in ("answered", "unparsed") for r in results.values())
+    assert results["vote"]["rounds_used"] == 1 and results["sparse"]["rounds_used"] == 2
+    assert results["refine"]["rounds_used"] == 2
+    assert results["adaptive"]["stop_reason"] in ("judge_confident", "max_rounds")
+    adaptive_votes = json.loads(results["adaptive"]["votes"])
+    assert all(v["judge"]["text"] for v in adaptive_votes)
+    turns = list(store.rows("turns"))
+    fresh_round1 = [json.loads(t["shown"]) for t in turns if t["condition"] == "fresh" and t["round"] == 1]
+    assert all(len(shown) == 2 and "This was your most recent opinion" in shown[-1]["content"] for shown in fresh_round1)
+    sparse_round1 = [t for t in turns if t["condition"] == "sparse" and t["round"] == 1]
+    assert all(json.loads(t["shown"])[-1]["content"].count("One agent response:") == 2 for t in sparse_round1)
+    # round 0 is shared: agent-1 and agent-2 answer once for every condition that starts from them
+    calls = list(store.rows("calls"))
+    round0 = [c for c in calls if c["round"] == 0 and c["agent"] != "judge"]
+    assert len(round0) == 4  # agents 1-4 of sparse; the others reuse agents 1-2
+    # round 0: 4 shared agent calls; round 1: sparse 4, fresh 2, refine 1, adaptive 2 if it went on;
+    # plus one judge call per adaptive round
+    adaptive_round1 = 2 if len(adaptive_votes) == 2 else 0
+    assert outcome.calls == len(calls) == 4 + 4 + 2 + 1 + adaptive_round1 + len(adaptive_votes)
+    store.close()

@@ -237,3 +237,89 @@ def test_judge_config_defaults_to_first_agent_backend_at_temperature_zero() -> N
     (c,) = resolve(custom)
     assert (c.protocol.name, c.protocol.agents, c.protocol.topology.kind) == ("ring-consensus", 5, "ring")
     assert c.protocol.stopping.fraction == 0.8
+
+
+# -- Liang et al. -----------------------------------------------------------------------------
+
+
+def moderator(*replies: str) -> Agent:
+    return Agent(AgentSpec(name="judge", backend=SCRIPTED), ScriptedBackend(list(replies)))
+
+
+NO = '{"Whether there is a preference": "No", "Supported Side": "", "Reason": "", "debate_answer": ""}'
+
+
+def yes(answer: str, confidence: int | None = None) -> str:
+    extra = f', "confidence": {confidence}' if confidence is not None else ""
+    return (f'```json\n{{"Whether there is a preference": "Yes", "Supported Side": "Negative", '
+            f'"Reason": "r", "debate_answer": "{answer}"{extra}}}\n```')  # fmt: skip
+
+
+async def test_liang_debaters_speak_in_turn_and_the_moderator_ends_the_debate() -> None:
+    affirmative, negative = scripted_agents(["aff0 3", "aff1 4"], ["neg0 5", "neg1 -19"])
+    judge = moderator(NO, yes("-19"))
+    caller = Caller()
+    result = await run_debate(
+        QUESTION, TASK, resolve_protocol("liang"), [affirmative, negative], caller=caller, judge=judge
+    )
+    assert (result.rounds_used, result.stop_reason, result.final_answer) == (2, "moderator_preference", "-19")
+    assert result.correct and result.final_judge is None
+    assert caller.usage.calls == 2 * 2 + 2
+    aff = sent(affirmative)
+    assert aff[0].messages[0].content.startswith("You are a debater.")
+    assert aff[0].messages[-1].content == TASK.render(QUESTION)
+    assert aff[1].messages[-1].content.startswith("neg0 5\n\nDo you agree with my perspective?")
+    neg = sent(negative)
+    assert neg[0].messages[-1].content.startswith("aff0 3\n\nYou disagree with my answer.")  # same round
+    assert neg[1].messages[-1].content.startswith("aff1 4\n\nDo you agree with my perspective?")
+    mod = sent(judge)
+    assert mod[0].messages[0].content.startswith("You are a moderator.")
+    assert "Affirmative side arguing: aff0 3" in mod[0].messages[-1].content
+    assert "Negative side arguing: neg1 -19" in mod[1].messages[-1].content
+    assert len(mod[1].messages) == 4  # the moderator keeps its own history
+    assert [r.judge.preference for r in result.rounds if r.judge] == [False, True]
+
+
+async def test_liang_fixed_runs_all_rounds_then_the_two_step_final_judge_decides() -> None:
+    affirmative, negative = scripted_agents(["a 1", "b 2"], ["c 3", "d 4"])
+    judge = moderator(yes("1"), yes("2"), "Candidates: 2 and 4.", '{"Reason": "x", "debate_answer": "-19"}')
+    result = await run_debate(
+        QUESTION, TASK, resolve_protocol("liang-fixed"), [affirmative, negative], caller=Caller(), judge=judge
+    )
+    assert (result.rounds_used, result.stop_reason, result.final_answer, result.correct) == (2, "max_rounds", "-19", True)
+    assert result.final_judge is not None and result.final_judge.calls == 2
+    final = sent(judge)[3].messages
+    assert "what answer candidates do we have?" in final[1].content and final[2].content == "Candidates: 2 and 4."
+    assert final[3].content.startswith("Therefore, " + TASK.render(QUESTION))
+
+
+async def test_liang_strict_needs_confidence_and_bad_json_gets_one_repair() -> None:
+    affirmative, negative = scripted_agents(["a 1", "b 2", "c 3"], ["d 4", "e 5", "f 6"])
+    judge = moderator(yes("1", 80), "not json at all", yes("5", 95))
+    caller = Caller()
+    protocol = resolve_protocol("liang-strict", rounds=3)
+    result = await run_debate(QUESTION, TASK, protocol, [affirmative, negative], caller=caller, judge=judge)
+    assert (result.rounds_used, result.stop_reason, result.final_answer) == (2, "moderator_confident", "5")
+    verdicts = [r.judge for r in result.rounds if r.judge]
+    assert [(v.answer, v.confidence, v.calls) for v in verdicts] == [("1", 80.0, 1), ("5", 95.0, 2)]
+    assert "confidence" in sent(judge)[0].messages[-1].content
+    assert sent(judge)[2].messages[-1].content.startswith("Your reply was not valid JSON")
+    assert caller.usage.calls == 2 * 2 + 3
+
+
+async def test_liang_falls_back_to_the_final_judge_when_nothing_parses() -> None:
+    affirmative, negative = scripted_agents(["a 1"], ["b 2"])
+    judge = moderator("??", "still ??", "cands", "no json", "no json again")
+    protocol = resolve_protocol("liang", rounds=1)
+    result = await run_debate(QUESTION, TASK, protocol, [affirmative, negative], caller=Caller(), judge=judge)
+    assert result.final_answer is None and result.status is FinalStatus.UNPARSED and not result.correct
+    assert result.final_judge is not None and result.final_judge.calls == 3  # candidates, decision, repair
+
+
+def test_liang_configuration_errors() -> None:
+    with pytest.raises(ConfigError, match="'liang' uses exactly 2 agents"):
+        resolve_protocol("liang", agents=3)
+    with pytest.raises(ConfigError, match="a moderator exists only in style 'liang'"):
+        resolve_protocol("society", components={"stopping": Stopping(kind="moderator")})
+    with pytest.raises(ConfigError, match="style 'liang' stops by"):
+        resolve_protocol("liang", components={"stopping": Stopping(kind="consensus")})

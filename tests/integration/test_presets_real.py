@@ -60,3 +60,31 @@ def test_every_preset_family_runs_on_the_real_model(tiny_model, tmp_path: Path) 
     adaptive_round1 = 2 if len(adaptive_votes) == 2 else 0
     assert outcome.calls == len(calls) == 4 + 4 + 2 + 1 + adaptive_round1 + len(adaptive_votes)
     store.close()
+
+
+def test_liang_runs_on_the_real_model(tiny_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = parse_experiment(
+        {
+            "name": "liang",
+            "tasks": [{"name": "arithmetic", "count": 1, "seed": 3}],
+            "agent": {
+                "backend": {"kind": "local", "model": "qwen2.5-0.5b", "n_ctx": 4096},
+                "sampling": {"temperature": 0.7, "max_tokens": 48},
+            },
+            "conditions": [{"name": "liang", "protocol": "liang-fixed", "rounds": 1,
+                            "judge": {"sampling": {"temperature": 0.0, "max_tokens": 96}}}],
+        }
+    )  # fmt: skip
+    path = tmp_path / "run.sqlite"
+    outcome = asyncio.run(run_experiment(config, path))
+    store = RunStore.open(path)
+    (result,) = store.rows("results")
+    assert result["status"] in ("answered", "unparsed") and result["stop_reason"] == "max_rounds"
+    final = json.loads(result["final_judge"])
+    (vote,) = json.loads(result["votes"])
+    moderator_calls = vote["judge"]["calls"]
+    assert final["calls"] in (2, 3) and moderator_calls in (1, 2)
+    assert outcome.calls == 2 + moderator_calls + final["calls"]
+    agents = [c["agent"] for c in store.rows("calls")]
+    assert agents.count("moderator") == moderator_calls and agents.count("judge") == final["calls"]
+    store.close()

@@ -9,6 +9,7 @@ from moot.backends.base import GenerationRequest, Message
 from moot.calls import Caller
 from moot.debate.agents import Agent
 from moot.debate.aggregation import majority_vote
+from moot.debate import liang
 from moot.debate.judge import judge_messages, read_judge
 from moot.debate.prompts import debate_message, fresh_message, initial_messages, reflection_message, system_messages
 from moot.debate.protocols import ProtocolSpec
@@ -24,6 +25,7 @@ ROUND_CONVENTION = (
 )
 HISTORY_MODE = "chat: each agent keeps its own multi-turn history (Du et al.); fresh: one new prompt per round"
 JUDGE_NAME = "judge"
+MODERATOR_NAME = "moderator"
 
 RoundCallback = Callable[[Question, RoundRecord], None]
 
@@ -64,23 +66,82 @@ async def _speak(
     )
 
 
-async def _judge(
-    judge: Agent, task: Task, question: Question, turns: Sequence[Turn], round_index: int, seed: int, caller: Caller
-) -> JudgeVerdict:
-    sampling = judge.spec.sampling
+async def _ask(
+    agent: Agent, name: str, messages: Sequence[Message], question: Question, round_index: int, seed: int,
+    caller: Caller, step: int = 0,
+) -> tuple[str, int, int, float]:  # fmt: skip
+    """One call of a judge or moderator: (text, prompt tokens, completion tokens, latency)."""
+    sampling = agent.spec.sampling
     request = GenerationRequest(
-        messages=judge_messages(task, question, turns),
+        messages=tuple(messages),
         temperature=sampling.temperature,
         top_p=sampling.top_p,
         max_tokens=sampling.max_tokens,
-        seed=derive_seed(seed, question.id, JUDGE_NAME, round_index),
+        seed=derive_seed(seed, question.id, name, round_index, step),
     )
-    reply = await caller.call(judge.backend, request, agent=JUDGE_NAME, round=round_index)
-    sample = reply.samples[0]
-    reading = read_judge(task, sample.text)
+    sample = (await caller.call(agent.backend, request, agent=name, round=round_index)).samples[0]
+    return sample.text, sample.prompt_tokens, sample.completion_tokens, sample.latency_s
+
+
+async def _judge(
+    judge: Agent, task: Task, question: Question, turns: Sequence[Turn], round_index: int, seed: int, caller: Caller
+) -> JudgeVerdict:
+    messages = judge_messages(task, question, turns)
+    text, prompt, completion, latency = await _ask(judge, JUDGE_NAME, messages, question, round_index, seed, caller)
+    reading = read_judge(task, text)
+    return JudgeVerdict(text, reading.answer, reading.confidence, prompt, completion, latency)
+
+
+async def _moderate(
+    moderator: Agent, task: Task, question: Question, messages: list[Message], name: str, round_index: int,
+    seed: int, caller: Caller,
+) -> JudgeVerdict:  # fmt: skip
+    """A Liang moderator or final-judge JSON call, with one repair call if the JSON does not validate."""
+    text, prompt, completion, latency = await _ask(moderator, name, messages, question, round_index, seed, caller)
+    reading, calls = liang.read_moderator(text), 1
+    if not reading.valid:
+        repair = [*messages, Message("assistant", text), liang.REPAIR]
+        text, p2, c2, l2 = await _ask(moderator, name, repair, question, round_index, seed, caller, step=1)
+        reading, calls = liang.read_moderator(text), 2
+        prompt, completion, latency = prompt + p2, completion + c2, latency + l2
+    answer = task.extract(reading.answer_text).answer if reading.answer_text is not None else None
+    return JudgeVerdict(text, answer, reading.confidence, prompt, completion, latency, reading.preference, calls)
+
+
+async def _liang_round(
+    agents: Sequence[Agent], task: Task, question: Question, histories: list[list[Message]],
+    previous: Sequence[Turn] | None, r: int, seed: int, caller: Caller,
+) -> list[Turn]:  # fmt: skip
+    """The affirmative speaks, then the negative answers it (in turn, not simultaneously)."""
+    affirmative, negative = agents
+    if previous is not None:
+        histories[0].append(liang.rebuttal(task, previous[1].text))
+    first = await _speak(affirmative, task, question, tuple(histories[0]), r, call_seed(seed, question, affirmative, r), caller)
+    histories[0].append(Message("assistant", first.text))
+    histories[1].append(
+        liang.negative_opening(task, first.text) if previous is None else liang.rebuttal(task, first.text)
+    )
+    second = await _speak(negative, task, question, tuple(histories[1]), r, call_seed(seed, question, negative, r), caller)
+    histories[1].append(Message("assistant", second.text))
+    return [first, second]
+
+
+async def _final_judge(
+    judge: Agent, task: Task, question: Question, records: Sequence[RoundRecord], seed: int, caller: Caller
+) -> JudgeVerdict:
+    """Liang's final judge at the cap: list the candidates, then decide (two calls)."""
+    last = records[-1]
+    messages = [
+        Message("system", liang.moderator_system(task, question)),
+        liang.judge_candidates_prompt(last.turns[0].text, last.turns[1].text),
+    ]
+    r = len(records)
+    text, prompt, completion, latency = await _ask(judge, JUDGE_NAME, messages, question, r, seed, caller)
+    messages += [Message("assistant", text), liang.judge_decision_prompt(task, question)]
+    verdict = await _moderate(judge, task, question, messages, JUDGE_NAME, r, seed, caller)
     return JudgeVerdict(
-        sample.text, reading.answer, reading.confidence, sample.prompt_tokens, sample.completion_tokens,
-        sample.latency_s,
+        verdict.text, verdict.answer, verdict.confidence, verdict.prompt_tokens + prompt,
+        verdict.completion_tokens + completion, verdict.latency_s + latency, verdict.preference, verdict.calls + 1,
     )  # fmt: skip
 
 
@@ -120,26 +181,47 @@ async def run_debate(
         raise ConfigError(f"agent names must be unique and not {JUDGE_NAME!r}")
     if protocol.needs_judge and judge is None:
         raise ConfigError(f"protocol {protocol.name!r} needs a judge agent")
-    histories = [initial_messages(task, question, a.spec.persona) for a in agents]
+    liang_style = protocol.style == "liang"
+    if liang_style:
+        histories = [[Message("system", a.spec.persona or liang.debater_system(task, question))] for a in agents]
+        histories[0].append(liang.opening(task, question))
+        moderator_history = [Message("system", liang.moderator_system(task, question))]
+    else:
+        histories = [initial_messages(task, question, a.spec.persona) for a in agents]
     records: list[RoundRecord] = []
     reason = "max_rounds"
+    final_judge: JudgeVerdict | None = None
     try:
         for r in range(protocol.rounds):
-            if r > 0:
-                _next_prompts(protocol, agents, task, question, histories, records[-1].turns)
-            turns = await asyncio.gather(
-                *(
-                    _speak(a, task, question, tuple(histories[i]), r, call_seed(seed, question, a, r), caller)
-                    for i, a in enumerate(agents)
+            if liang_style:
+                previous = records[-1].turns if records else None
+                turns = await _liang_round(agents, task, question, histories, previous, r, seed, caller)
+            else:
+                if r > 0:
+                    _next_prompts(protocol, agents, task, question, histories, records[-1].turns)
+                turns = await asyncio.gather(
+                    *(
+                        _speak(a, task, question, tuple(histories[i]), r, call_seed(seed, question, a, r), caller)
+                        for i, a in enumerate(agents)
+                    )
                 )
-            )
-            if protocol.history == "chat":
-                for history, turn in zip(histories, turns):
-                    history.append(Message("assistant", turn.text))
+                if protocol.history == "chat":
+                    for history, turn in zip(histories, turns):
+                        history.append(Message("assistant", turn.text))
             vote = majority_vote(
                 [t.answer for t in turns], protocol.tie_rule, seed=derive_seed(seed, question.id, "tie", r)
             )
-            verdict = await _judge(judge, task, question, turns, r, seed, caller) if judge and protocol.needs_judge else None
+            verdict = None
+            if liang_style and judge is not None:
+                asked = liang.moderator_prompt(
+                    r, turns[0].text, turns[1].text, protocol.stopping.kind == "moderator_confidence"
+                )
+                verdict = await _moderate(
+                    judge, task, question, [*moderator_history, asked], MODERATOR_NAME, r, seed, caller
+                )
+                moderator_history += [asked, Message("assistant", verdict.text)]
+            elif judge is not None and protocol.needs_judge:
+                verdict = await _judge(judge, task, question, turns, r, seed, caller)
             record = RoundRecord(index=r, turns=tuple(turns), vote=vote, judge=verdict)
             records.append(record)
             if on_round is not None:
@@ -149,10 +231,15 @@ async def run_debate(
                 break
             if why is not None:
                 reason = why
+        if liang_style and judge is not None and reason in ("max_rounds",):
+            final_judge = await _final_judge(judge, task, question, records, seed, caller)
     except BackendError as exc:
         return DebateResult(question, protocol.name, tuple(records), None, FinalStatus.ERROR, False, "error", str(exc))
     last = records[-1]
-    if protocol.aggregation == "judge":
+    if protocol.aggregation == "moderator":
+        source = final_judge if final_judge is not None else last.judge
+        winner, tied = (source.answer if source else None), ()
+    elif protocol.aggregation == "judge":
         assert last.judge is not None
         winner, tied = last.judge.answer, ()
     else:
@@ -164,4 +251,4 @@ async def run_debate(
     else:
         status = FinalStatus.UNPARSED
     correct = winner is not None and task.score(winner, question)
-    return DebateResult(question, protocol.name, tuple(records), winner, status, correct, reason)
+    return DebateResult(question, protocol.name, tuple(records), winner, status, correct, reason, None, final_judge)

@@ -33,9 +33,16 @@ class ProtocolSpec(BaseModel):
     rendering: Literal["du", "grouped"] = Field(
         default="du", description="du: peers' replies one by one; grouped: by answer, with counts"
     )
+    style: Literal["peers", "liang"] = Field(
+        default="peers",
+        description="peers: agents answer simultaneously and hear their peers; liang: an affirmative and a "
+        "negative debater speak in turn and a moderator evaluates each round (Liang et al.)",
+    )
     stopping: Stopping = Stopping()
-    aggregation: Literal["majority", "judge"] = Field(
-        default="majority", description="majority of the last round, or the last judge's answer"
+    aggregation: Literal["majority", "judge", "moderator"] = Field(
+        default="majority",
+        description="majority of the last round; the last judge's answer; or (liang) the moderator's answer "
+        "when it ends the debate, else the final judge's",
     )
     tie_rule: TieRule = "first"
     reference: str = ""
@@ -46,15 +53,25 @@ class ProtocolSpec(BaseModel):
     def _consistent(self) -> ProtocolSpec:
         if self.aggregation == "judge" and self.stopping.kind != "judge":
             raise ValueError("aggregation 'judge' needs stopping kind 'judge' (the judge is called after each round)")
+        liang = self.style == "liang"
+        if liang and (self.agents != 2 or self.aggregation != "moderator"):
+            raise ValueError("style 'liang' needs exactly 2 agents (affirmative, negative) and aggregation 'moderator'")
+        if liang and self.stopping.kind not in ("fixed", "moderator", "moderator_confidence"):
+            raise ValueError("style 'liang' stops by 'fixed', 'moderator' or 'moderator_confidence'")
+        if not liang and (self.aggregation == "moderator" or self.stopping.kind.startswith("moderator")):
+            raise ValueError("a moderator exists only in style 'liang'")
         if self.stopping.min_rounds > self.rounds:
             raise ValueError(f"stopping.min_rounds ({self.stopping.min_rounds}) exceeds rounds ({self.rounds})")
         return self
 
     @property
     def needs_judge(self) -> bool:
-        return self.stopping.kind == "judge"
+        """A judge agent is needed: for judge stopping, or as Liang's moderator and final judge."""
+        return self.stopping.kind == "judge" or self.style == "liang"
 
     def calls_per_round(self) -> str:
+        if self.style == "liang":
+            return "2 debater calls + 1 moderator call (+1 if its JSON needs repair); 2 final-judge calls at the cap"
         judge = " + 1 judge call" if self.needs_judge else ""
         return f"{self.agents} agent call{'s' if self.agents > 1 else ''}{judge}"
 
@@ -70,11 +87,15 @@ class ProtocolSpec(BaseModel):
             "consensus": f"consensus of {stop.fraction:.0%} of agents, cap {self.rounds} rounds",
             "stable": f"no answer changed since the previous round, cap {self.rounds} rounds",
             "judge": f"judge confidence >= {stop.threshold:g}/100, cap {self.rounds} rounds",
+            "moderator": f"the moderator states a preference and an answer, cap {self.rounds} rounds",
+            "moderator_confidence": f"the moderator answers with confidence >= {stop.threshold:g}/100, "
+            f"cap {self.rounds} rounds",
         }[stop.kind]
         return {
             "agents": str(self.agents),
             "rounds": f"{self.rounds} (counting round 0)",
-            "topology": f"{topology}, density {t.density(self.agents):.2f}",
+            "style": self.style,
+            "topology": f"{topology}, density {t.density(self.agents):.2f}" if self.style == "peers" else "roles",
             "history": self.history,
             "peer rendering": self.rendering,
             "stopping": stopping + (f", at least {stop.min_rounds} rounds" if stop.min_rounds > 1 else ""),
@@ -117,6 +138,23 @@ PRESETS: dict[str, ProtocolSpec] = {
             "the single-agent baseline of debate",
         ),
         _preset(
+            name="liang", agents=2, rounds=3, style="liang", aggregation="moderator", fixed_agents=True,
+            stopping=Stopping(kind="moderator"),
+            reference="Liang et al. 2024 (MAD): affirmative and negative debaters and a moderator each round; "
+            "ends when the moderator prefers an answer, else a final judge decides at the cap",
+        ),
+        _preset(
+            name="liang-fixed", agents=2, rounds=2, style="liang", aggregation="moderator", fixed_agents=True,
+            reference="Liang et al.'s debate run for exactly R rounds, then the final judge decides "
+            "(the stopping study's fixed schedules)",
+        ),
+        _preset(
+            name="liang-strict", agents=2, rounds=6, style="liang", aggregation="moderator", fixed_agents=True,
+            stopping=Stopping(kind="moderator_confidence", threshold=90),
+            reference="the stopping study's Liang strict adaptive condition: stop only when the moderator gives "
+            "an answer with confidence >= 90/100, cap 6 rounds, else the final judge",
+        ),
+        _preset(
             name="du-adaptive", agents=3, rounds=6, stopping=Stopping(kind="judge", threshold=90),
             reference="the stopping study's Du adaptive condition: society plus a judge after each round, "
             "stop at confidence >= 90/100, cap 6 rounds; the final answer is still the agents' majority",
@@ -124,7 +162,7 @@ PRESETS: dict[str, ProtocolSpec] = {
     )
 }
 
-COMPONENT_FIELDS = ("topology", "history", "rendering", "stopping", "aggregation", "tie_rule")
+COMPONENT_FIELDS = ("topology", "history", "rendering", "style", "stopping", "aggregation", "tie_rule")
 
 
 def resolve_protocol(

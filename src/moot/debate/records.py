@@ -57,6 +57,8 @@ class JudgeVerdict:
     prompt_tokens: int
     completion_tokens: int
     latency_s: float
+    preference: bool | None = None  # a Liang moderator's "Whether there is a preference"
+    calls: int = 1  # model calls behind this verdict (a JSON repair or a two-step judge adds calls)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class DebateResult:
     correct: bool
     stop_reason: str
     error: str | None = None
+    final_judge: JudgeVerdict | None = None  # Liang's final judge at the round cap
 
     @property
     def rounds_used(self) -> int:

@@ -16,11 +16,13 @@ class Stopping(BaseModel):
     """``fixed``: run every round. ``consensus``: stop when at least ``fraction`` of the agents give the
     same parsed answer. ``stable``: stop when no agent's answer changed since the previous round.
     ``judge``: after each round a judge call returns an answer and a 0-100 confidence; stop when the
-    confidence is >= ``threshold``. ``min_rounds`` rounds (counting round 0) always run."""
+    confidence is >= ``threshold``. ``moderator`` (Liang): stop when the moderator states a preference
+    and an answer; ``moderator_confidence`` (Liang strict): stop when the moderator gives an answer with
+    confidence >= ``threshold``. ``min_rounds`` rounds (counting round 0) always run."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["fixed", "consensus", "stable", "judge"] = "fixed"
+    kind: Literal["fixed", "consensus", "stable", "judge", "moderator", "moderator_confidence"] = "fixed"
     fraction: float = Field(default=1.0, gt=0.0, le=1.0, description="consensus: share of agents that must agree")
     threshold: float = Field(default=90.0, ge=0.0, le=100.0, description="judge: confidence to stop at (0-100)")
     min_rounds: int = Field(default=1, ge=1, description="rounds that always run, counting round 0")
@@ -41,6 +43,11 @@ def stop_reason(stopping: Stopping, history: Sequence[RoundRecord]) -> str | Non
             return "stable"
         return None
     verdict = last.judge
-    if verdict is not None and verdict.confidence is not None and verdict.confidence >= stopping.threshold:
-        return "judge_confident"
-    return None
+    if verdict is None:
+        return None
+    if stopping.kind == "moderator":
+        return "moderator_preference" if verdict.preference and verdict.answer is not None else None
+    confident = verdict.confidence is not None and verdict.confidence >= stopping.threshold
+    if stopping.kind == "moderator_confidence":
+        return "moderator_confident" if confident and verdict.answer is not None else None
+    return "judge_confident" if confident else None

@@ -22,7 +22,7 @@ from moot.backends.base import Backend, BackendConfig
 from moot.backends.factory import make_backend
 from moot.debate import judge, prompts
 from moot.debate.agents import Agent, AgentSpec
-from moot.debate.engine import HISTORY_MODE, ROUND_CONVENTION, run_debate
+from moot.debate.engine import HISTORY_MODE, JUDGE_NAME, MODERATOR_NAME, ROUND_CONVENTION, run_debate
 from moot.debate.records import DebateResult
 from moot.errors import ConfigError
 from moot.models import DEFAULT_MODEL
@@ -107,10 +107,11 @@ def prompt_template_hashes() -> dict[str, str]:
 
 
 def round0_sharing(conditions: tuple[ResolvedCondition, ...], share: bool) -> dict[str, list[str]]:
-    """For each condition, the conditions whose round-0 calls it shares (same agent spec, same name)."""
+    """For each condition, the conditions whose round-0 calls it shares (same agent spec and name, and both
+    starting from independent answers: Liang's debaters do not)."""
     if not share:
         return {c.name: [] for c in conditions}
-    specs = {c.name: {a.name: a for a in c.agents} for c in conditions}
+    specs = {c.name: {a.name: a for a in c.agents} if c.protocol.style == "peers" else {} for c in conditions}
     return {
         c.name: [
             other.name
@@ -265,8 +266,10 @@ class Experiment:
                 "condition": unit.condition.name, "task": unit.task.name,
                 "question_id": unit.question.id, "seed": unit.seed,
             }  # fmt: skip
-            speakers = [*agents, judge_agent] if judge_agent else agents
-            caller = RecordingCaller(cache, place, {a.name: model_name(a.spec.backend) for a in speakers})
+            names = {a.name: model_name(a.spec.backend) for a in agents}
+            if judge_agent is not None:  # the judge agent also speaks as Liang's moderator
+                names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME), model_name(judge_agent.spec.backend))
+            caller = RecordingCaller(cache, place, names)
             result = await run_debate(
                 unit.question, unit.task, unit.condition.protocol, agents, caller=caller, seed=unit.seed,
                 judge=judge_agent,

@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS turns (
 CREATE TABLE IF NOT EXISTS results (
   condition TEXT NOT NULL, task TEXT NOT NULL, question_id TEXT NOT NULL, seed INTEGER NOT NULL,
   final_answer TEXT, status TEXT NOT NULL, correct INTEGER NOT NULL, rounds_used INTEGER NOT NULL,
-  stop_reason TEXT NOT NULL, error TEXT, votes TEXT NOT NULL, session INTEGER NOT NULL,
+  stop_reason TEXT NOT NULL, error TEXT, votes TEXT NOT NULL, final_judge TEXT, session INTEGER NOT NULL,
   PRIMARY KEY (condition, task, question_id, seed));
 CREATE TABLE IF NOT EXISTS sessions (
   id INTEGER PRIMARY KEY, started_at REAL NOT NULL, finished_at REAL, status TEXT NOT NULL,
@@ -261,10 +261,11 @@ class RunStore:
                  "judge": asdict(r.judge) if r.judge else None}
                 for r in result.rounds
             ]  # fmt: skip
+            final_judge = json.dumps(asdict(result.final_judge)) if result.final_judge else None
             db.execute(
-                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (*where, result.final_answer, result.status.value, int(result.correct), result.rounds_used,
-                 result.stop_reason, result.error, json.dumps(votes), self.session),
+                 result.stop_reason, result.error, json.dumps(votes), final_judge, self.session),
             )  # fmt: skip
 
     @staticmethod

@@ -66,11 +66,13 @@ def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary
         s.unparsed += r["status"] == "unparsed"
         s.abstained += r["status"] == "abstained"
         s.errors += r["status"] == "error"
-        for vote in json.loads(r["votes"]):  # judge calls are used by the debate too
-            if vote.get("judge"):
-                s.used_calls += 1
-                s.used_prompt_tokens += vote["judge"]["prompt_tokens"]
-                s.used_completion_tokens += vote["judge"]["completion_tokens"]
+        verdicts = [v["judge"] for v in json.loads(r["votes"]) if v.get("judge")]
+        if r["final_judge"]:
+            verdicts.append(json.loads(r["final_judge"]))
+        for verdict in verdicts:  # judge and moderator calls are used by the debate too
+            s.used_calls += verdict["calls"]
+            s.used_prompt_tokens += verdict["prompt_tokens"]
+            s.used_completion_tokens += verdict["completion_tokens"]
     for t in store.rows("turns"):
         s = by_name[t["condition"]]
         s.used_calls += 1

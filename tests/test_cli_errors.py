@@ -21,7 +21,7 @@ def moot(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None)
     ("args", "message"),
     [
         (["run", "--protocol", "debate"], "unknown protocol 'debate'; known protocols: single, vote, society"),
-        (["run", "--task", "chess"], "unknown task 'chess'; known tasks: arithmetic"),
+        (["run", "--task", "no-such-task"], "unknown task 'no-such-task'; known tasks: "),
         (["run", "--agents", "0"], "agents must be a positive integer, got 0"),
         (["run", "--rounds", "-2"], "rounds must be a positive integer, got -2"),
         (["run", "--questions", "0"], "questions must be a positive integer, got 0"),

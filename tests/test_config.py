@@ -52,8 +52,8 @@ def test_unknown_protocol_and_task_are_named_by_key() -> None:
     config = parse_experiment({**MINIMAL, "conditions": [{"name": "x", "protocol": "debate"}]})
     with pytest.raises(ConfigError, match=r"conditions.0: unknown protocol 'debate'"):
         resolve(config)
-    config = parse_experiment({**MINIMAL, "tasks": [{"name": "chess", "count": 1}]})
-    with pytest.raises(ConfigError, match=r"tasks.0.name: unknown task 'chess'"):
+    config = parse_experiment({**MINIMAL, "tasks": [{"name": "no-such-task", "count": 1}]})
+    with pytest.raises(ConfigError, match=r"tasks.0.name: unknown task 'no-such-task'"):
         resolve(config)
     config = parse_experiment({**MINIMAL, "conditions": [{"name": "x", "protocol": "society", "agents": 0}]})
     with pytest.raises(ConfigError, match=r"conditions.0: agents must be a positive integer, got 0"):

@@ -233,3 +233,17 @@ def test_judge_calls_are_stored_and_counted(tmp_path: Path) -> None:
     assert {t["agent"] for t in stored(path, "turns")} == {"agent-1", "agent-2", "agent-3"}
     conditions, _ = summarize(RunStore.open(path))
     assert conditions[0].calls == conditions[0].used_calls == len(calls)
+
+
+def test_confidences_pools_and_weights_are_stored(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    run(experiment([{"name": "dc", "protocol": "diverse-confidence"}], count=2), path)
+    turns = stored(path, "turns")
+    assert all(t["confidence"] is None for t in turns)  # "numbers" states no confidence: missing, not 0
+    for result in stored(path):
+        votes = json.loads(result["votes"])
+        pool = votes[0]["pool"]
+        assert len(pool["texts"]) == 6 and len(pool["selected"]) == 3
+        assert votes[1]["pool"] is None and votes[1]["weights"] is None  # all-zero weights: plain majority
+    calls = stored(path, "calls")
+    assert sum(1 for c in calls if c["round"] == 0) == 2 * 6  # the extra samples are paid for

@@ -88,3 +88,37 @@ def test_liang_runs_on_the_real_model(tiny_model, tmp_path: Path) -> None:  # ty
     agents = [c["agent"] for c in store.rows("calls")]
     assert agents.count("moderator") == moderator_calls and agents.count("judge") == final["calls"]
     store.close()
+
+
+def test_confidence_and_diversity_presets_run_on_the_real_model(tiny_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = parse_experiment(
+        {
+            "name": "zhu",
+            "tasks": [{"name": "arithmetic", "count": 1, "seed": 4}],
+            "agent": {
+                "backend": {"kind": "local", "model": "qwen2.5-0.5b", "n_ctx": 4096},
+                "sampling": {"temperature": 1.0, "top_p": 0.9, "max_tokens": 48},
+            },
+            "conditions": [
+                {"name": "confidence", "protocol": "confidence", "agents": 2},
+                {"name": "confidence-vote", "protocol": "confidence-vote", "agents": 2},
+                {"name": "diverse", "protocol": "diverse", "agents": 2, "pool_size": 3},
+                {"name": "diverse-confidence", "protocol": "diverse-confidence", "agents": 2, "pool_size": 3},
+            ],
+        }
+    )  # fmt: skip
+    path = tmp_path / "run.sqlite"
+    asyncio.run(run_experiment(config, path))
+    store = RunStore.open(path)
+    results = {r["condition"]: r for r in store.rows("results")}
+    assert set(results) == {"confidence", "confidence-vote", "diverse", "diverse-confidence"}
+    assert all(r["status"] in ("answered", "unparsed") for r in results.values())
+    for name in ("diverse", "diverse-confidence"):
+        pool = json.loads(results[name]["votes"])[0]["pool"]
+        assert len(pool["texts"]) == 3 and len(pool["selected"]) == 2
+    turns = [t for t in store.rows("turns") if t["condition"].startswith("confidence")]
+    first = json.loads(turns[0]["shown"])[-1]["content"]
+    assert 'Confidence: N' in first
+    # whatever the small model wrote, a stated confidence is in range and anything else is missing
+    assert all(t["confidence"] is None or 0 <= t["confidence"] <= 10 for t in turns)
+    store.close()

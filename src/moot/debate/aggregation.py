@@ -38,3 +38,30 @@ def majority_vote(answers: Sequence[str | None], tie_rule: TieRule = "first", se
     else:
         raise ValueError(f"unknown tie rule {tie_rule!r}")
     return Vote(ranked, winner, tied, unparsed)
+
+
+def weighted_vote(
+    answers: Sequence[str | None], confidences: Sequence[float | None], tie_rule: TieRule = "first", seed: int = 0
+) -> Vote:
+    """Confidence-weighted plurality (Zhu et al.): each parsed answer adds its agent's confidence.
+
+    A missing confidence weighs 0. Answers tied at the top weight are broken by ``tie_rule``
+    as in ``majority_vote``. If every weight is 0 (no confidence given, or all zero), the vote
+    falls back to the unweighted majority, and ``weights`` is None to say so.
+    """
+    plain = majority_vote(answers, tie_rule, seed)
+    totals: dict[str, float] = {}
+    for answer, confidence in zip(answers, confidences, strict=True):
+        if answer is not None:
+            totals[answer] = totals.get(answer, 0.0) + (confidence or 0.0)
+    if not totals or max(totals.values()) <= 0:
+        return plain
+    top = max(totals.values())
+    tied = tuple(a for a in totals if totals[a] == top)
+    if len(tied) == 1 or tie_rule == "first":
+        winner: str | None = tied[0]
+    elif tie_rule == "random":
+        winner = random.Random(seed).choice(tied)
+    else:
+        winner = None
+    return Vote(plain.counts, winner, tied, plain.unparsed, tuple(totals.items()))

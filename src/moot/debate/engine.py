@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from moot.backends.base import GenerationRequest, Message
 from moot.calls import Caller
 from moot.debate.agents import Agent
-from moot.debate.aggregation import majority_vote
+from moot.debate.aggregation import majority_vote, weighted_vote
+from moot.debate.confidence import confidence_instruction, split_confidence
+from moot.debate.diversity import Candidate, answer_diversity, select_diverse, text_diversity
 from moot.debate import liang
 from moot.debate.judge import judge_messages, read_judge
 from moot.debate.prompts import debate_message, fresh_message, initial_messages, reflection_message, system_messages
 from moot.debate.protocols import ProtocolSpec
-from moot.debate.records import DebateResult, FinalStatus, JudgeVerdict, RoundRecord, Turn
+from moot.debate.records import DebateResult, FinalStatus, JudgeVerdict, PoolRecord, RoundRecord, Turn
 from moot.debate.stopping import stop_reason
 from moot.errors import BackendError, ConfigError
 from moot.seeds import derive_seed
@@ -36,8 +39,9 @@ def call_seed(run_seed: int, question: Question, agent: Agent, round_index: int)
 
 
 async def _speak(
-    agent: Agent, task: Task, question: Question, shown: tuple[Message, ...], round_index: int, seed: int, caller: Caller
-) -> Turn:
+    agent: Agent, task: Task, question: Question, shown: tuple[Message, ...], round_index: int, seed: int,
+    caller: Caller, confidence_scale: int | None = None,
+) -> Turn:  # fmt: skip
     sampling = agent.spec.sampling
     request = GenerationRequest(
         messages=shown,
@@ -48,7 +52,10 @@ async def _speak(
     )
     reply = await caller.call(agent.backend, request, agent=agent.name, round=round_index)
     sample = reply.samples[0]
-    extraction = task.extract(sample.text)
+    readable, confidence = sample.text, None
+    if confidence_scale is not None:
+        readable, confidence = split_confidence(sample.text, confidence_scale)
+    extraction = task.extract(readable)
     return Turn(
         agent=agent.name,
         round=round_index,
@@ -63,7 +70,54 @@ async def _speak(
         seed=seed,
         shown=shown,
         logprobs=sample.logprobs,
+        confidence=confidence,
     )
+
+
+def _with_cues(protocol: ProtocolSpec, message: Message) -> Message:
+    """The message with the protocol's requests appended (a stated confidence)."""
+    if not protocol.confidence:
+        return message
+    return Message(message.role, message.content + confidence_instruction(protocol.confidence_scale))
+
+
+def _scale(protocol: ProtocolSpec) -> int | None:
+    return protocol.confidence_scale if protocol.confidence else None
+
+
+async def _diverse_round0(
+    protocol: ProtocolSpec, agents: Sequence[Agent], task: Task, question: Question,
+    histories: list[list[Message]], seed: int, caller: Caller,
+) -> tuple[list[Turn], PoolRecord]:  # fmt: skip
+    """Sample ``protocol.pool`` candidates round-robin over the agents, keep N by diversity, and give
+    the k-th kept candidate to agent k as its round-0 reply."""
+    n = protocol.agents
+    calls = [
+        _speak(
+            agents[j % n], task, question, tuple(histories[j % n]), 0,
+            derive_seed(seed, question.id, agents[j % n].name, 0, "pool", j), caller, _scale(protocol),
+        )
+        for j in range(protocol.pool)
+    ]  # fmt: skip
+    candidates = await asyncio.gather(*calls)
+    texts = [c.text for c in candidates]
+    chosen = select_diverse([Candidate(c.text, c.answer) for c in candidates], n)
+    turns = [
+        replace(candidates[j], agent=agents[i].name, shown=tuple(histories[i]), seed=candidates[j].seed)
+        for i, j in enumerate(chosen)
+    ]
+    distinct, _ = answer_diversity([t.answer for t in turns])
+    pool = PoolRecord(
+        texts=tuple(texts),
+        answers=tuple(c.answer for c in candidates),
+        sources=tuple(c.agent for c in candidates),
+        selected=tuple(chosen),
+        answer_diversity=distinct,
+        text_diversity=text_diversity([texts[j] for j in chosen]),
+        prompt_tokens=sum(c.prompt_tokens for c in candidates),
+        completion_tokens=sum(c.completion_tokens for c in candidates),
+    )
+    return turns, pool
 
 
 async def _ask(
@@ -150,17 +204,18 @@ def _next_prompts(
     histories: list[list[Message]], previous: Sequence[Turn],
 ) -> None:  # fmt: skip
     """Extend (chat) or replace (fresh) each agent's messages for the next round."""
+    scale = _scale(protocol)
     for i, peer_ids in enumerate(protocol.topology.peers(protocol.agents)):
         agent = agents[i]
         peers = [previous[j] for j in peer_ids]
         if protocol.history == "fresh":
-            histories[i] = system_messages(task, agent.spec.persona) + [
-                fresh_message(task, question, previous[i], peers, protocol.rendering, agent.spec.agreement)
-            ]
+            message = fresh_message(task, question, previous[i], peers, protocol.rendering, agent.spec.agreement, scale)
+            histories[i] = system_messages(task, agent.spec.persona) + [_with_cues(protocol, message)]
         elif peers:
-            histories[i].append(debate_message(task, peers, protocol.rendering, agent.spec.agreement))
+            message = debate_message(task, peers, protocol.rendering, agent.spec.agreement, scale)
+            histories[i].append(_with_cues(protocol, message))
         else:
-            histories[i].append(reflection_message(task))
+            histories[i].append(_with_cues(protocol, reflection_message(task)))
 
 
 async def run_debate(
@@ -188,7 +243,10 @@ async def run_debate(
         moderator_history = [Message("system", liang.moderator_system(task, question))]
     else:
         histories = [initial_messages(task, question, a.spec.persona) for a in agents]
+        for history in histories:
+            history[-1] = _with_cues(protocol, history[-1])
     records: list[RoundRecord] = []
+    pool: PoolRecord | None = None
     reason = "max_rounds"
     final_judge: JudgeVerdict | None = None
     try:
@@ -196,21 +254,28 @@ async def run_debate(
             if liang_style:
                 previous = records[-1].turns if records else None
                 turns = await _liang_round(agents, task, question, histories, previous, r, seed, caller)
+            elif r == 0 and protocol.initializer == "diverse":
+                turns, pool = await _diverse_round0(protocol, agents, task, question, histories, seed, caller)
             else:
                 if r > 0:
                     _next_prompts(protocol, agents, task, question, histories, records[-1].turns)
                 turns = await asyncio.gather(
                     *(
-                        _speak(a, task, question, tuple(histories[i]), r, call_seed(seed, question, a, r), caller)
+                        _speak(
+                            a, task, question, tuple(histories[i]), r, call_seed(seed, question, a, r), caller,
+                            _scale(protocol),
+                        )
                         for i, a in enumerate(agents)
                     )
-                )
-                if protocol.history == "chat":
-                    for history, turn in zip(histories, turns):
-                        history.append(Message("assistant", turn.text))
-            vote = majority_vote(
-                [t.answer for t in turns], protocol.tie_rule, seed=derive_seed(seed, question.id, "tie", r)
-            )
+                )  # fmt: skip
+            if not liang_style and protocol.history == "chat":
+                for history, turn in zip(histories, turns):
+                    history.append(Message("assistant", turn.text))
+            tie_seed = derive_seed(seed, question.id, "tie", r)
+            if protocol.aggregation == "confidence":
+                vote = weighted_vote([t.answer for t in turns], [t.confidence for t in turns], protocol.tie_rule, tie_seed)
+            else:
+                vote = majority_vote([t.answer for t in turns], protocol.tie_rule, tie_seed)
             verdict = None
             if liang_style and judge is not None:
                 asked = liang.moderator_prompt(
@@ -222,7 +287,9 @@ async def run_debate(
                 moderator_history += [asked, Message("assistant", verdict.text)]
             elif judge is not None and protocol.needs_judge:
                 verdict = await _judge(judge, task, question, turns, r, seed, caller)
-            record = RoundRecord(index=r, turns=tuple(turns), vote=vote, judge=verdict)
+            record = RoundRecord(
+                index=r, turns=tuple(turns), vote=vote, judge=verdict, pool=pool if r == 0 else None
+            )
             records.append(record)
             if on_round is not None:
                 on_round(question, record)

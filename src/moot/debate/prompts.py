@@ -26,11 +26,21 @@ def system_messages(task: Task, persona: str | None) -> list[Message]:
     return [Message("system", system)] if system else []
 
 
-def render_peers(peers: Sequence[Turn], rendering: str) -> str:
+def _confidence_note(turn: Turn, scale: int | None) -> str:
+    if scale is None:
+        return ""
+    stated = "not stated" if turn.confidence is None else f"{turn.confidence:g}/{scale}"
+    return f" (confidence {stated})"
+
+
+def render_peers(peers: Sequence[Turn], rendering: str, confidence_scale: int | None = None) -> str:
     """``du``: each peer's reply in turn (Du et al.); ``grouped``: replies grouped by extracted answer,
-    with the number of agents behind each (ReConcile's "k agents think the answer is X")."""
+    with the number of agents behind each (ReConcile's "k agents think the answer is X"). With a
+    ``confidence_scale``, each reply carries its agent's stated confidence (Zhu et al.)."""
     if rendering == "du":
-        return "".join(f"\n\n One agent response: ```{t.text}```" for t in peers)
+        return "".join(
+            f"\n\n One agent response{_confidence_note(t, confidence_scale)}: ```{t.text}```" for t in peers
+        )
     groups: dict[str | None, list[Turn]] = {}
     for turn in peers:
         groups.setdefault(turn.answer, []).append(turn)
@@ -38,7 +48,9 @@ def render_peers(peers: Sequence[Turn], rendering: str) -> str:
     for answer, turns in groups.items():
         who = f"{len(turns)} agent{'s' if len(turns) > 1 else ''}"
         head = f"{who} think the answer is {answer}:" if answer is not None else f"{who} gave no clear answer:"
-        parts.append("\n\n" + head + "".join(f"\n ```{t.text}```" for t in turns))
+        parts.append(
+            "\n\n" + head + "".join(f"\n{_confidence_note(t, confidence_scale)} ```{t.text}```" for t in turns)
+        )
     return "".join(parts)
 
 
@@ -51,12 +63,15 @@ def agreement_sentence(agreement: int | None) -> str:
     )
 
 
-def debate_message(task: Task, peers: Sequence[Turn], rendering: str = "du", agreement: int | None = None) -> Message:
+def debate_message(
+    task: Task, peers: Sequence[Turn], rendering: str = "du", agreement: int | None = None,
+    confidence_scale: int | None = None,
+) -> Message:  # fmt: skip
     """Du et al.'s update prompt (chat history): the peers' latest replies, then a request to update."""
     return Message(
         "user",
         "These are the recent/updated opinions from other agents: "
-        + render_peers(peers, rendering)
+        + render_peers(peers, rendering, confidence_scale)
         + "\n\n Use these opinions carefully as additional advice, can you provide an updated answer?"
         + agreement_sentence(agreement)
         + " "
@@ -73,11 +88,14 @@ def reflection_message(task: Task) -> Message:
 
 def fresh_message(
     task: Task, question: Question, own: Turn, peers: Sequence[Turn], rendering: str = "du",
-    agreement: int | None = None,
+    agreement: int | None = None, confidence_scale: int | None = None,
 ) -> Message:  # fmt: skip
     """A single-turn round prompt (Choi et al. / DAR): peers' replies, the agent's own last reply, the question."""
     if peers:
-        opening = "These are the recent opinions from other agents: " + render_peers(peers, rendering) + "\n\n"
+        opening = (
+            "These are the recent opinions from other agents: " + render_peers(peers, rendering, confidence_scale)
+            + "\n\n"
+        )  # fmt: skip
         closing = "Use these opinions carefully as additional advice to revise your recent opinion"
     else:
         opening = ""

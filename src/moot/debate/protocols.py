@@ -38,11 +38,21 @@ class ProtocolSpec(BaseModel):
         description="peers: agents answer simultaneously and hear their peers; liang: an affirmative and a "
         "negative debater speak in turn and a moderator evaluates each round (Liang et al.)",
     )
+    initializer: Literal["independent", "diverse"] = Field(
+        default="independent",
+        description="independent: each agent answers once in round 0; diverse: sample pool_size candidates and "
+        "greedily keep the agents-many that add most answer diversity (Zhu et al.)",
+    )
+    pool_size: int | None = Field(default=None, ge=1, description="diverse: candidates sampled (default 2 x agents)")
+    confidence: bool = Field(
+        default=False, description="agents state a 0..confidence_scale confidence, shown to peers (Zhu et al.)"
+    )
+    confidence_scale: int = Field(default=10, ge=1)
     stopping: Stopping = Stopping()
-    aggregation: Literal["majority", "judge", "moderator"] = Field(
+    aggregation: Literal["majority", "confidence", "judge", "moderator"] = Field(
         default="majority",
-        description="majority of the last round; the last judge's answer; or (liang) the moderator's answer "
-        "when it ends the debate, else the final judge's",
+        description="majority of the last round; confidence-weighted majority; the last judge's answer; or "
+        "(liang) the moderator's answer when it ends the debate, else the final judge's",
     )
     tie_rule: TieRule = "first"
     reference: str = ""
@@ -60,9 +70,18 @@ class ProtocolSpec(BaseModel):
             raise ValueError("style 'liang' stops by 'fixed', 'moderator' or 'moderator_confidence'")
         if not liang and (self.aggregation == "moderator" or self.stopping.kind.startswith("moderator")):
             raise ValueError("a moderator exists only in style 'liang'")
+        if self.aggregation == "confidence" and not self.confidence:
+            raise ValueError("aggregation 'confidence' needs confidence = true (agents must state one)")
+        if self.initializer == "diverse" and (liang or (self.pool_size is not None and self.pool_size < self.agents)):
+            raise ValueError("initializer 'diverse' needs style 'peers' and pool_size >= agents")
         if self.stopping.min_rounds > self.rounds:
             raise ValueError(f"stopping.min_rounds ({self.stopping.min_rounds}) exceeds rounds ({self.rounds})")
         return self
+
+    @property
+    def pool(self) -> int:
+        """Round-0 candidates sampled by the diverse initializer."""
+        return self.pool_size if self.pool_size is not None else 2 * self.agents
 
     @property
     def needs_judge(self) -> bool:
@@ -73,7 +92,8 @@ class ProtocolSpec(BaseModel):
         if self.style == "liang":
             return "2 debater calls + 1 moderator call (+1 if its JSON needs repair); 2 final-judge calls at the cap"
         judge = " + 1 judge call" if self.needs_judge else ""
-        return f"{self.agents} agent call{'s' if self.agents > 1 else ''}{judge}"
+        pool = f" ({self.pool} candidate calls in round 0)" if self.initializer == "diverse" else ""
+        return f"{self.agents} agent call{'s' if self.agents > 1 else ''}{judge}{pool}"
 
     def describe(self) -> dict[str, str]:
         """The resolved components, in words, for `moot protocols show`."""
@@ -98,6 +118,8 @@ class ProtocolSpec(BaseModel):
             "topology": f"{topology}, density {t.density(self.agents):.2f}" if self.style == "peers" else "roles",
             "history": self.history,
             "peer rendering": self.rendering,
+            "initializer": self.initializer + (f" (pool of {self.pool})" if self.initializer == "diverse" else ""),
+            "confidence": f"stated on 0-{self.confidence_scale}, shown to peers" if self.confidence else "not asked",
             "stopping": stopping + (f", at least {stop.min_rounds} rounds" if stop.min_rounds > 1 else ""),
             "aggregation": self.aggregation + (f" (ties: {self.tie_rule})" if self.aggregation == "majority" else ""),
             "model calls per round": self.calls_per_round(),
@@ -155,6 +177,26 @@ PRESETS: dict[str, ProtocolSpec] = {
             "an answer with confidence >= 90/100, cap 6 rounds, else the final judge",
         ),
         _preset(
+            name="confidence", agents=3, rounds=2, confidence=True, aggregation="confidence",
+            reference="Zhu et al. 2026, confidence-modulated debate: agents state a 0-10 confidence, peers see it, "
+            "and the final vote is weighted by it (prompted; the paper also trains calibration)",
+        ),
+        _preset(
+            name="confidence-vote", agents=3, rounds=1, topology=Topology(kind="none"), confidence=True,
+            aggregation="confidence", fixed_rounds=True,
+            reference="Zhu et al. 2026's confidence-weighted vote over independent answers, no debate",
+        ),
+        _preset(
+            name="diverse", agents=3, rounds=2, initializer="diverse",
+            reference="Zhu et al. 2026, diversity-aware initialisation: sample 2N candidates, keep the N that add "
+            "most answer diversity, then debate as society",
+        ),
+        _preset(
+            name="diverse-confidence", agents=3, rounds=2, initializer="diverse", confidence=True,
+            aggregation="confidence",
+            reference="Zhu et al. 2026: diversity-aware initialisation and confidence-modulated debate together",
+        ),
+        _preset(
             name="du-adaptive", agents=3, rounds=6, stopping=Stopping(kind="judge", threshold=90),
             reference="the stopping study's Du adaptive condition: society plus a judge after each round, "
             "stop at confidence >= 90/100, cap 6 rounds; the final answer is still the agents' majority",
@@ -162,7 +204,10 @@ PRESETS: dict[str, ProtocolSpec] = {
     )
 }
 
-COMPONENT_FIELDS = ("topology", "history", "rendering", "style", "stopping", "aggregation", "tie_rule")
+COMPONENT_FIELDS = (
+    "topology", "history", "rendering", "style", "initializer", "pool_size", "confidence", "confidence_scale",
+    "stopping", "aggregation", "tie_rule",
+)  # fmt: skip
 
 
 def resolve_protocol(

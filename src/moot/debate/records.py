@@ -35,6 +35,7 @@ class Turn:
     seed: int | None
     shown: tuple[Message, ...]
     logprobs: tuple[TokenLogprob, ...] | None = None
+    confidence: float | None = None  # verbalised, on the protocol's scale; None when not given
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Vote:
     winner: str | None
     tied: tuple[str, ...]  # answers sharing the top count (more than one means a tie was broken)
     unparsed: int
+    weights: tuple[tuple[str, float], ...] | None = None  # answer -> total confidence, if weighted
 
 
 @dataclass(frozen=True)
@@ -62,11 +64,26 @@ class JudgeVerdict:
 
 
 @dataclass(frozen=True)
+class PoolRecord:
+    """Round 0 of a diversity-aware initialisation: the candidates sampled, the ones kept and why."""
+
+    texts: tuple[str, ...]
+    answers: tuple[str | None, ...]
+    sources: tuple[str, ...]  # the agent whose call produced each candidate
+    selected: tuple[int, ...]  # pool indices given to agents 1..N, in order
+    answer_diversity: float  # distinct answers / N among the selected
+    text_diversity: float  # mean pairwise 1 - Jaccard among the selected
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
 class RoundRecord:
     index: int
     turns: tuple[Turn, ...]
     vote: Vote
     judge: JudgeVerdict | None = None
+    pool: PoolRecord | None = None
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,13 @@ class ProtocolOverrides(_Strict):
     topology: Topology | None = None
     history: Literal["chat", "fresh"] | None = None
     rendering: Literal["du", "grouped"] | None = None
+    style: Literal["peers", "liang"] | None = None
+    initializer: Literal["independent", "diverse"] | None = None
+    pool_size: int | None = Field(default=None, ge=1)
+    confidence: bool | None = None
+    confidence_scale: int | None = Field(default=None, ge=1)
     stopping: Stopping | None = None
-    aggregation: Literal["majority", "judge"] | None = None
+    aggregation: Literal["majority", "confidence", "judge", "moderator"] | None = None
     tie_rule: TieRule | None = None
 
     def components(self) -> dict[str, Any]:

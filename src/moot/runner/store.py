@@ -253,12 +253,12 @@ class RunStore:
                     db.execute(
                         "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (*where, t.round, t.agent, call_keys.get((t.round, t.agent), ""), t.text, t.answer,
-                         t.parse_status.value, int(t.correct), None, t.finish_reason, t.prompt_tokens,
+                         t.parse_status.value, int(t.correct), t.confidence, t.finish_reason, t.prompt_tokens,
                          t.completion_tokens, t.latency_s, json.dumps([m.as_dict() for m in t.shown])),
                     )  # fmt: skip
             votes = [
-                {"round": r.index, "counts": r.vote.counts, "winner": r.vote.winner,
-                 "judge": asdict(r.judge) if r.judge else None}
+                {"round": r.index, "counts": r.vote.counts, "winner": r.vote.winner, "weights": r.vote.weights,
+                 "judge": asdict(r.judge) if r.judge else None, "pool": asdict(r.pool) if r.pool else None}
                 for r in result.rounds
             ]  # fmt: skip
             final_judge = json.dumps(asdict(result.final_judge)) if result.final_judge else None

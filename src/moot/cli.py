@@ -15,7 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from moot import __version__
+from moot.analysis.cli import compare as _compare
+from moot.analysis.cli import report as _report
 from moot.errors import MootError
+from moot.theory.cli import theory_app
 
 app = typer.Typer(
     name="moot",
@@ -26,6 +29,9 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="List and prepare the embedded local models.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+app.command("report")(_report)
+app.command("compare")(_compare)
+app.add_typer(theory_app, name="theory")
 
 # Piped output (logs, CI) gets a wide fixed width instead of 80 columns.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)

@@ -1,0 +1,134 @@
+"""``moot report`` and ``moot compare``: thin commands over ``moot.analysis``.
+
+Mounted on the main app with ``app.command("report")(report)`` and ``app.command("compare")(compare)``;
+``app`` here is a standalone Typer app with the same two commands (for tests and ``python -m``).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from moot.errors import MootError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+app = typer.Typer(
+    name="moot", help="Reports and paired comparisons of stored runs.", no_args_is_help=True,
+    pretty_exceptions_enable=False, add_completion=False,
+)  # fmt: skip
+
+Run = Annotated[Path, typer.Argument(help="A run's SQLite store (see `moot runs`).")]
+Seed = Annotated[int, typer.Option(help="Seed of every bootstrap resampling.")]
+Resamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")]
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def reports_errors(fn: F) -> F:
+    """moot's errors as one line on stderr and exit status 2 (as every moot command)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MootError as exc:
+            print(f"moot: error: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            print("moot: interrupted", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def default_html_path(run: Path) -> Path:
+    """runs/NAME.sqlite -> runs/NAME.report.html"""
+    return run.with_name(run.stem + ".report.html")
+
+
+@reports_errors
+def report(
+    run: Run,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Where to write the HTML report (default: next to the run, .report.html)."),
+    ] = None,
+    no_html: Annotated[bool, typer.Option("--no-html", help="Write no HTML file.")] = False,
+    markdown: Annotated[
+        Path | None,
+        typer.Option("--markdown", "--md", help="Also write the tables as Markdown to this file ('-': stdout)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no tables in the terminal.")] = False,
+    seed: Seed = 0,
+    resamples: Resamples = 10_000,
+) -> None:
+    """Accuracy with Wilson intervals, paired tests, rounds, transitions, oracles and calibration of a run.
+
+    Prints the tables and writes one self-contained HTML file: tables, plots, every debate's transcript.
+    """
+    from moot.analysis.render import print_report, report_markdown
+    from moot.analysis.report import build_report
+
+    result = build_report(run, seed=seed, resamples=resamples)
+    console = _console()
+    to_stdout = markdown is not None and str(markdown) == "-"
+
+    def say(message: str) -> None:
+        if to_stdout:
+            print(message, file=sys.stderr)
+        else:
+            console.print(message, markup=False)
+
+    if to_stdout:
+        sys.stdout.write(report_markdown(result))
+    elif not quiet:
+        print_report(result, console)
+    if markdown is not None and not to_stdout:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(report_markdown(result), encoding="utf-8")
+        say(f"Markdown written to {markdown}")
+    if not no_html:
+        from moot.analysis.html import write_html
+
+        say(f"HTML report written to {write_html(result, html or default_html_path(run))}")
+
+
+@reports_errors
+def compare(
+    run: Run,
+    a: Annotated[str, typer.Argument(help="Condition A.")],
+    b: Annotated[str, typer.Argument(help="Condition B.")],
+    task: Annotated[str | None, typer.Option("--task", "-t", help="Only this task (default: every task).")] = None,
+    seed: Seed = 0,
+    resamples: Resamples = 10_000,
+) -> None:
+    """The paired comparison of two conditions on the questions both answered.
+
+    Exact McNemar test, matched odds ratio, bootstrap interval of the difference; sign test of rounds used.
+    """
+    from moot.analysis.render import print_comparison
+    from moot.analysis.report import compare_conditions
+
+    print_comparison(compare_conditions(run, a, b, task=task, seed=seed, resamples=resamples), _console())
+
+
+app.command("report")(report)
+app.command("compare")(compare)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

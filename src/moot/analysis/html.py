@@ -1,0 +1,202 @@
+"""The report as one self-contained HTML file: tables, embedded plots and a transcript viewer.
+
+Works offline: CSS and JavaScript are inline, plots are base64 PNGs, nothing is fetched. Every
+piece of model text goes through Jinja's autoescaping, and a Content-Security-Policy allows only
+the page's own script (by its sha256) and data: images, so a reply containing markup shows as
+text and cannot run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+
+from moot.analysis.formatting import fixed
+from moot.analysis.report import Report
+
+SCRIPT = """
+(function () {
+  var ids = ["f-task", "f-condition", "f-correct", "f-changed"];
+  function value(id) { var e = document.getElementById(id); return e ? e.value : ""; }
+  function apply() {
+    var task = value("f-task"), condition = value("f-condition");
+    var correct = value("f-correct"), changed = value("f-changed");
+    var items = document.querySelectorAll(".transcript"), shown = 0;
+    for (var i = 0; i < items.length; i++) {
+      var d = items[i].dataset;
+      var ok = (!task || d.task === task) && (!condition || d.condition === condition) &&
+               (!correct || d.correct === correct) && (!changed || d.changed === changed);
+      items[i].hidden = !ok;
+      if (ok) { shown++; }
+    }
+    document.getElementById("f-count").textContent = shown + " of " + items.length + " shown";
+  }
+  function openAll(open) {
+    var items = document.querySelectorAll(".transcript");
+    for (var i = 0; i < items.length; i++) { if (!items[i].hidden) { items[i].open = open; } }
+  }
+  ids.forEach(function (id) {
+    var e = document.getElementById(id);
+    if (e) { e.addEventListener("change", apply); }
+  });
+  document.getElementById("expand-all").addEventListener("click", function () { openAll(true); });
+  document.getElementById("collapse-all").addEventListener("click", function () { openAll(false); });
+  apply();
+})();
+"""
+
+SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+
+STYLE = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;
+       padding: 1rem 1.5rem 4rem; color: #1d232b; background: #fcfcfd; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 2px solid #d6dbe3; }
+h3 { margin: 1.6rem 0 .4rem; font-size: 1.05rem; }
+.meta { color: #5b6675; margin: 0; }
+nav a { margin-right: 1rem; }
+table.data { border-collapse: collapse; margin: .3rem 0; font-variant-numeric: tabular-nums; }
+table.data th, table.data td { border: 1px solid #d6dbe3; padding: .25rem .55rem; text-align: left; }
+table.data th { background: #eef1f5; } table.data .num { text-align: right; } table.data td.num { white-space: nowrap; }
+table.data tbody tr:nth-child(even) { background: #f6f8fa; }
+.note { color: #5b6675; font-size: .9em; max-width: 70rem; margin: .2rem 0 1rem; }
+.plots { display: flex; flex-wrap: wrap; gap: 1rem; }
+figure { margin: 0; background: white; border: 1px solid #d6dbe3; padding: .4rem; }
+figure img { max-width: 100%; display: block; }
+figcaption { color: #5b6675; font-size: .9em; }
+.filters { position: sticky; top: 0; background: #fcfcfd; padding: .5rem 0; border-bottom: 1px solid #d6dbe3;
+           display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; z-index: 1; }
+.transcript { border: 1px solid #d6dbe3; border-left: 5px solid #c0392b; margin: .4rem 0; background: white; }
+.transcript.right { border-left-color: #27864a; }
+.transcript > summary { cursor: pointer; padding: .35rem .6rem; }
+.transcript .body { padding: 0 .8rem .6rem; }
+.round { border-top: 1px dashed #d6dbe3; padding-top: .3rem; }
+.round h4 { margin: .3rem 0; }
+.turn { margin: .3rem 0 .5rem 1rem; }
+.turn-head { font-size: .95em; }
+.ok { color: #27864a; font-weight: 600; } .bad { color: #c0392b; font-weight: 600; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f4f6f8; padding: .4rem .6rem; margin: .2rem 0;
+      font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; max-height: 24rem; overflow: auto; }
+.shown summary { color: #5b6675; cursor: pointer; font-size: .9em; }
+.role { font-size: .8em; text-transform: uppercase; color: #5b6675; }
+.vote { margin: .2rem 0 .4rem 1rem; }
+[hidden] { display: none !important; }
+"""
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy"
+      content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{{ script_hash }}'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>moot report: {{ report.name }}</title>
+<style>{{ style }}</style>
+</head>
+<body>
+<h1>moot report: {{ report.name }}</h1>
+{% for line in header %}<p class="meta">{{ line }}</p>{% endfor %}
+<nav><a href="#plots">Plots</a>{% for s in sections %}<a href="#task-{{ loop.index }}">Task {{ s.task }}</a>{% endfor %}<a href="#transcripts">Transcripts</a></nav>
+
+<h2 id="plots">Plots</h2>
+<div class="plots">
+{% for p in plots %}<figure data-key="{{ p.key }}"><img alt="{{ p.title }}" src="{{ p.data_uri }}"><figcaption>{{ p.title }}</figcaption></figure>
+{% endfor %}</div>
+
+{% for s in sections %}
+<h2 id="task-{{ loop.index }}">Task {{ s.task }}</h2>
+{% for t in s.tables %}
+<h3>{{ t.title }}</h3>
+<table class="data" data-task="{{ s.task }}" data-key="{{ t.key }}">
+{% set numeric = numeric_columns(t) %}
+<thead><tr>{% for c in t.columns %}<th{% if numeric[loop.index0] %} class="num"{% endif %}>{{ c }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in t.rows %}<tr>{% for cell in row %}<td{% if numeric[loop.index0] %} class="num"{% endif %}>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+</table>
+{% if t.note %}<p class="note">{{ t.note }}</p>{% endif %}
+{% endfor %}
+{% endfor %}
+
+<h2 id="transcripts">Transcripts</h2>
+<div class="filters">
+{% if tasks|length > 1 %}<label>Task <select id="f-task"><option value="">all</option>{% for t in tasks %}<option value="{{ t }}">{{ t }}</option>{% endfor %}</select></label>{% endif %}
+<label>Condition <select id="f-condition"><option value="">all</option>{% for c in report.condition_names %}<option value="{{ c }}">{{ c }}</option>{% endfor %}</select></label>
+<label>Final answer <select id="f-correct"><option value="">all</option><option value="1">right</option><option value="0">wrong</option></select></label>
+<label>Answer changed <select id="f-changed"><option value="">all</option><option value="1">changed</option><option value="0">unchanged</option></select></label>
+<button id="expand-all" type="button">expand shown</button><button id="collapse-all" type="button">collapse all</button>
+<span id="f-count"></span>
+</div>
+{% for t in report.transcripts %}
+<details class="transcript {{ 'right' if t.correct else 'wrong' }}" data-task="{{ t.task }}" data-condition="{{ t.condition }}"
+         data-correct="{{ 1 if t.correct else 0 }}" data-changed="{{ 1 if t.changed else 0 }}" data-question="{{ t.question_id }}">
+<summary>{% if t.correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}
+<b>{{ t.question_id }}</b> (seed {{ t.seed }}{% if tasks|length > 1 %}, {{ t.task }}{% endif %}) · <b>{{ t.condition }}</b>
+· final {{ t.final_answer if t.final_answer is not none else '·' }} · gold {{ t.gold }} · {{ t.rounds_used }} round{{ 's' if t.rounds_used != 1 }}
+· stop: {{ t.stop_reason }}{% if t.status != 'answered' %} · {{ t.status }}{% endif %}{% if t.changed %} · answer changed{% endif %}</summary>
+<div class="body">
+<p>Question: <code>{{ t.prompt }}</code> · gold <b>{{ t.gold }}</b>{% if t.error %} · error: <code>{{ t.error }}</code>{% endif %}</p>
+{% for r in t.rounds %}
+<div class="round" data-round="{{ r.index }}">
+<h4>Round {{ r.index }}</h4>
+{% if r.pool %}{% set kept = r.pool.get('selected', []) %}
+<details class="shown pool"><summary>candidate pool: {{ r.pool.get('texts', [])|length }} sampled, {{ kept|length }} retained</summary>
+<table class="data"><thead><tr><th>#</th><th>from</th><th>answer</th><th>retained as</th><th>reply</th></tr></thead><tbody>
+{% for text in r.pool.get('texts', []) %}{% set i = loop.index0 %}<tr><td>{{ i }}</td><td>{{ r.pool.get('sources', [])[i] if i < r.pool.get('sources', [])|length }}</td>
+<td>{{ r.pool.get('answers', [])[i] if i < r.pool.get('answers', [])|length }}</td>
+<td>{% for k in kept %}{% if k == i %}agent {{ loop.index }} {% endif %}{% endfor %}</td><td><pre>{{ text }}</pre></td></tr>{% endfor %}
+</tbody></table></details>{% endif %}
+{% for turn in r.turns %}
+<div class="turn" data-agent="{{ turn.agent }}">
+<div class="turn-head"><b>{{ turn.agent }}</b> → answer
+{% if turn.parsed %}<b>{{ turn.answer }}</b>{% else %}<b>· (unparsed)</b>{% endif %}
+{% if turn.correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}
+{% if turn.confidence is not none %} · confidence {{ fixed(turn.confidence, 2) }}{% endif %}
+· {{ turn.finish_reason }} · {{ turn.prompt_tokens }} + {{ turn.completion_tokens }} tokens</div>
+<details class="shown"><summary>shown this round: {{ turn.shown_new|length }} message{{ 's' if turn.shown_new|length != 1 }}{% if turn.shown|length != turn.shown_new|length %} (context {{ turn.shown|length }}){% endif %}</summary>
+{% for role, content in turn.shown_new %}<div class="msg"><span class="role">{{ role }}</span><pre>{{ content }}</pre></div>{% endfor %}
+</details>
+{% if turn.retained is not none %}<div class="retained"><span class="role">retained</span><pre>{{ turn.retained }}</pre></div>{% endif %}
+<pre class="reply">{{ turn.text }}</pre>
+</div>
+{% endfor %}
+<div class="vote">vote: {% for answer, n in r.votes %}{{ answer }} ×{{ n }}{{ ', ' if not loop.last }}{% else %}no parsed answer{% endfor %}
+→ <b>{{ r.winner if r.winner is not none else '·' }}</b> {% if r.winner_correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}
+</div>
+{% if r.judge %}<div class="vote">judge: answer <b>{{ r.judge.get('answer') if r.judge.get('answer') is not none else '·' }}</b>{% if r.judge.get('confidence') is not none %}, confidence {{ r.judge.get('confidence') }}{% endif %}
+{% if r.system_answer != r.winner or r.system_correct != r.winner_correct %}→ round answer <b>{{ r.system_answer if r.system_answer is not none else '·' }}</b> {% if r.system_correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}{% endif %}
+{% if r.judge.get('text') %}<details class="shown"><summary>judge's reply</summary><pre>{{ r.judge.get('text') }}</pre></details>{% endif %}</div>{% endif %}
+</div>
+{% endfor %}
+{% if t.final_judge %}<div class="vote">final judge: answer <b>{{ t.final_judge.get('answer') if t.final_judge.get('answer') is not none else '·' }}</b>{% if t.final_judge.get('confidence') is not none %}, confidence {{ t.final_judge.get('confidence') }}{% endif %}
+{% if t.final_judge.get('text') %}<details class="shown"><summary>final judge's reply</summary><pre>{{ t.final_judge.get('text') }}</pre></details>{% endif %}</div>{% endif %}
+<p>Final answer <b>{{ t.final_answer if t.final_answer is not none else '·' }}</b> ({{ t.status }}) after {{ t.rounds_used }} round{{ 's' if t.rounds_used != 1 }}; stop reason: {{ t.stop_reason }}.</p>
+</div>
+</details>
+{% endfor %}
+<script>{{ script }}</script>
+</body>
+</html>
+"""
+
+
+def report_html(report: Report) -> str:
+    """The whole report as one HTML document."""
+    from jinja2 import Environment
+    from markupsafe import Markup
+
+    from moot.analysis.plots import plots
+    from moot.analysis.render import header_lines
+    from moot.analysis.tables import numeric_columns, sections
+
+    environment = Environment(autoescape=True, trim_blocks=False, lstrip_blocks=False)
+    template = environment.from_string(TEMPLATE)
+    return template.render(
+        report=report, header=header_lines(report), sections=sections(report), plots=plots(report),
+        tasks=[t.task for t in report.tasks], fixed=fixed, numeric_columns=numeric_columns, style=Markup(STYLE),
+        script=Markup(SCRIPT), script_hash=SCRIPT_HASH,
+    )  # fmt: skip
+
+
+def write_html(report: Report, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report_html(report), encoding="utf-8")
+    return path

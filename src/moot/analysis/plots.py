@@ -1,0 +1,137 @@
+"""The report's plots as PNG images (matplotlib's Agg canvas; no pyplot, no global backend change)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from moot.analysis.report import ConditionReport, Report
+
+
+@dataclass(frozen=True)
+class Plot:
+    key: str
+    title: str
+    png: bytes
+
+    @property
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+def _figure(width: float = 5.6, height: float = 3.5) -> tuple[Any, Any]:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    return figure, figure.add_subplot()
+
+
+def _png(figure: Any) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _entries(report: Report) -> list[tuple[str, ConditionReport]]:
+    """(label, condition) over every task; labels carry the task when there are several."""
+    several = len(report.tasks) > 1
+    return [(f"{t.task}/{c.name}" if several else c.name, c) for t in report.tasks for c in t.conditions]
+
+
+def accuracy_plot(report: Report) -> Plot:
+    figure, ax = _figure()
+    entries = _entries(report)
+    xs = list(range(len(entries)))
+    ys = [c.accuracy.estimate for _, c in entries]
+    low = [c.accuracy.estimate - c.accuracy.low for _, c in entries]
+    high = [c.accuracy.high - c.accuracy.estimate for _, c in entries]
+    ax.errorbar(xs, ys, yerr=[low, high], fmt="o", capsize=5, color="#1f5f8b")
+    ax.set_xticks(xs, [label for label, _ in entries], rotation=20 if len(entries) > 4 else 0)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title("Accuracy with 95% Wilson intervals")
+    return Plot("accuracy", "Accuracy per condition", _png(figure))
+
+
+def by_round_plot(report: Report) -> Plot:
+    figure, ax = _figure()
+    for label, c in _entries(report):
+        rounds = [r for r, n, _ in c.accuracy_by_round if n]
+        acc = [k / n for _, n, k in c.accuracy_by_round if n]
+        ax.plot(rounds, acc, marker="o", label=label)
+    ax.set_xlabel("round (0 = independent answers)")
+    ax.set_ylabel("accuracy of the round's answer")
+    ax.set_ylim(0, 1)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title("Accuracy by round (questions reaching the round)")
+    return Plot("by-round", "Accuracy by round", _png(figure))
+
+
+def stopping_plot(report: Report) -> Plot:
+    figure, ax = _figure()
+    entries = _entries(report)
+    rounds = sorted({r for _, c in entries for r, _, _ in c.rounds})
+    width = 0.8 / max(1, len(entries))
+    for i, (label, c) in enumerate(entries):
+        counts = dict((r, n) for r, n, _ in c.rounds)
+        ax.bar([x + i * width for x in range(len(rounds))], [counts.get(r, 0) for r in rounds], width, label=label)
+    ax.set_xticks([x + width * (len(entries) - 1) / 2 for x in range(len(rounds))], [str(r) for r in rounds])
+    ax.set_xlabel("rounds used (counting round 0)")
+    ax.set_ylabel("questions")
+    ax.legend(fontsize="small")
+    ax.set_title("Stopping distribution")
+    return Plot("stopping", "Stopping distribution", _png(figure))
+
+
+def reliability_plot(report: Report) -> Plot | None:
+    found = [(label, source, k) for label, c in _entries(report)
+             for source, k in (("agents", c.calibration), ("judge", c.judge_calibration)) if k is not None]  # fmt: skip
+    if not found:
+        return None
+    figure, ax = _figure(4.6, 3.9)
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
+    for label, source, k in found:
+        bins = [b for b in k.bins if b.n]
+        ax.plot([b.mean_confidence for b in bins], [b.accuracy for b in bins], marker="o", label=f"{label} ({source})")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("stated confidence")
+    ax.set_ylabel("accuracy")
+    ax.legend(fontsize="small")
+    ax.set_title("Reliability diagram")
+    return Plot("reliability", "Reliability diagram", _png(figure))
+
+
+def cost_plot(report: Report) -> Plot:
+    figure, ax = _figure()
+    entries = _entries(report)
+    priced = all(c.usage.cost is not None for _, c in entries) and any(c.usage.cost for _, c in entries)
+    for label, c in entries:
+        n = max(1, c.accuracy.n)
+        x = (c.usage.cost or 0.0) / n if priced else c.usage.used_tokens / n
+        y = c.accuracy.estimate
+        ax.errorbar([x], [y], yerr=[[y - c.accuracy.low], [c.accuracy.high - y]], fmt="o", capsize=4)
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize="small")
+    ax.set_xlabel("cost per question (USD)" if priced else "tokens used per question")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title("Cost against accuracy")
+    return Plot("cost", "Cost against accuracy", _png(figure))
+
+
+def plots(report: Report) -> list[Plot]:
+    """Every plot the report's data allow, in display order."""
+    out = [accuracy_plot(report), by_round_plot(report), stopping_plot(report)]
+    if (reliability := reliability_plot(report)) is not None:
+        out.append(reliability)
+    out.append(cost_plot(report))
+    return out

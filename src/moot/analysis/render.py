@@ -1,0 +1,68 @@
+"""The report as terminal tables (rich) and as Markdown."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table as RichTable
+
+from moot.analysis.formatting import fixed
+from moot.analysis.report import PairReport, Report
+from moot.analysis.tables import Table, comparison_tables, numeric_columns, sections
+
+
+def header_lines(report: Report) -> list[str]:
+    return [
+        f"run {report.name} ({report.path}), status {report.status or 'unknown'}, moot {report.moot_version}",
+        f"wall time of its sessions {fixed(report.wall_s, 1)} s; "
+        f"bootstrap: {report.resamples:,} resamples, seed {report.seed}",
+    ]
+
+
+def rich_table(table: Table) -> RichTable:
+    out = RichTable(title=escape(table.title), title_justify="left", caption=escape(table.note) or None,
+                    caption_justify="left")  # fmt: skip
+    for column, numeric in zip(table.columns, numeric_columns(table)):
+        out.add_column(escape(column), justify="right" if numeric else "left", overflow="fold")
+    for row in table.rows:
+        out.add_row(*(escape(cell) for cell in row))
+    return out
+
+
+def print_report(report: Report, console: Console) -> None:
+    """Every table of the report, task by task."""
+    for line in header_lines(report):
+        console.print(escape(line))
+    for section in sections(report):
+        console.rule(escape(f"task {section.task}"))
+        for table in section.tables:
+            console.print(rich_table(table))
+
+
+def print_comparison(pairs: list[tuple[str, PairReport]], console: Console) -> None:
+    for task, pair in pairs:
+        for table in comparison_tables(task, pair):
+            console.print(rich_table(table))
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table: Table) -> str:
+    lines = [f"### {_cell(table.title)}", "", "| " + " | ".join(_cell(c) for c in table.columns) + " |",
+             "|" + "|".join("---:" if numeric else "---" for numeric in numeric_columns(table)) + "|"]  # fmt: skip
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
+    if table.note:
+        lines += ["", _cell(table.note)]
+    return "\n".join(lines)
+
+
+def report_markdown(report: Report) -> str:
+    """The report's tables as one Markdown document."""
+    parts = [f"# moot report: {_cell(report.name)}", "", *(f"- {_cell(line)}" for line in header_lines(report))]
+    for section in sections(report):
+        parts += ["", f"## Task {_cell(section.task)}"]
+        for table in section.tables:
+            parts += ["", markdown_table(table)]
+    return "\n".join(parts) + "\n"

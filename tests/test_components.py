@@ -72,8 +72,8 @@ def test_contradictory_settings_fail_at_configuration() -> None:
         resolve_protocol("society", components={"aggregation": "judge"})
     with pytest.raises(ConfigError, match="min_rounds"):
         resolve_protocol("society", rounds=2, components={"stopping": Stopping(kind="stable", min_rounds=3)})
-    with pytest.raises(ConfigError, match="unknown protocol component 'retention'"):
-        resolve_protocol("society", components={"retention": "dar"})
+    with pytest.raises(ConfigError, match="unknown protocol component 'memory'"):
+        resolve_protocol("society", components={"memory": "all"})
 
 
 async def test_sparse_ring_agents_hear_only_their_neighbours() -> None:

@@ -247,3 +247,19 @@ def test_confidences_pools_and_weights_are_stored(tmp_path: Path) -> None:
         assert votes[1]["pool"] is None and votes[1]["weights"] is None  # all-zero weights: plain majority
     calls = stored(path, "calls")
     assert sum(1 for c in calls if c["round"] == 0) == 2 * 6  # the extra samples are paid for
+
+
+def test_dar_runs_store_uncertainty_retention_and_filter_calls(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    outcome = run(experiment([{"name": "dar", "protocol": "dar"}], count=2), path)
+    turns = stored(path, "turns")
+    assert all(t["anll"] is not None and t["perplexity"] == pytest.approx(2.718281828 ** t["anll"]) for t in turns)
+    calls = stored(path, "calls")
+    assert sum(1 for c in calls if c["agent"] == "filter") == 2 * 2  # rounds 1 and 2 of each question
+    for result in stored(path):
+        retention = [v["retention"] for v in json.loads(result["votes"])]
+        assert retention[0] is None and all(r["rule"] == "dar" for r in retention[1:])
+        # the "numbers" model never answers with a list of ids: every selection falls back to all
+        assert all(r["fallback"] and r["forwarded"] == 4 * 3 for r in retention[1:])
+    conditions, _ = summarize(RunStore.open(path))
+    assert conditions[0].used_calls == conditions[0].calls == len(calls) == outcome.calls

@@ -122,3 +122,34 @@ def test_confidence_and_diversity_presets_run_on_the_real_model(tiny_model, tmp_
     # whatever the small model wrote, a stated confidence is in range and anything else is missing
     assert all(t["confidence"] is None or 0 <= t["confidence"] <= 10 for t in turns)
     store.close()
+
+
+def test_dar_and_mad_m2_run_on_the_real_model_with_logprobs(tiny_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = parse_experiment(
+        {
+            "name": "dar",
+            "tasks": [{"name": "arithmetic", "count": 1, "seed": 5}],
+            "agent": {
+                "backend": {"kind": "local", "model": "qwen2.5-0.5b", "n_ctx": 4096},
+                "sampling": {"temperature": 0.7, "max_tokens": 40},
+            },
+            "conditions": [
+                {"name": "dar", "protocol": "dar", "agents": 3, "rounds": 2,
+                 "judge": {"sampling": {"temperature": 0.0, "max_tokens": 24}}},
+                {"name": "mad-m2", "protocol": "mad-m2", "agents": 3, "rounds": 2},
+            ],
+        }
+    )  # fmt: skip
+    path = tmp_path / "run.sqlite"
+    outcome = asyncio.run(run_experiment(config, path))
+    store = RunStore.open(path)
+    turns = list(store.rows("turns"))
+    assert turns and all(t["anll"] is not None and t["anll"] >= 0 and t["perplexity"] >= 1 for t in turns)
+    results = {r["condition"]: r for r in store.rows("results")}
+    dar_retention = json.loads(results["dar"]["votes"])[1]["retention"]
+    assert dar_retention["filter_calls"] == 1 and 1 <= len(dar_retention["kept"]) <= 3
+    m2_retention = json.loads(results["mad-m2"]["votes"])[1]["retention"]
+    assert len(m2_retention["kept"]) == 2  # ceil(0.5 x 3)
+    # round 0 is shared (same fresh prompt, both ask for log-probabilities): 3 + 3 + 3 + 1 filter call
+    assert outcome.calls == 10
+    store.close()

@@ -129,3 +129,6 @@ class BackendConfig(BaseModel):
     max_concurrency: int = Field(default=8, ge=1, description="openai: requests in flight at once.")
     requests_per_minute: float | None = Field(default=None, gt=0, description="openai: start at most this many.")
     delay_s: float = Field(default=0.0, ge=0, description="scripted: seconds each reply takes (tests, benchmarks).")
+    logprobs: bool = Field(
+        default=True, description="the backend returns log-probabilities (set false for servers that cannot)"
+    )

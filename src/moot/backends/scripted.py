@@ -17,7 +17,8 @@ class ScriptedBackend:
 
     Every request is recorded in ``requests`` (unless ``record`` is off) so tests can check what
     each caller was shown.
-    Token counts are whitespace word counts; log-probabilities, when asked, are -0.5 per word.
+    Token counts are whitespace word counts; log-probabilities, when asked, are one per word,
+    -0.1 x its length in characters (so longer words read as less certain).
     """
 
     name = "scripted"
@@ -57,7 +58,7 @@ class ScriptedBackend:
             text = self._next(request, index)
             words = text.split()
             prompt_tokens = sum(len(m.content.split()) for m in request.messages)
-            logprobs = tuple(TokenLogprob(w, -0.5) for w in words) if request.logprobs else None
+            logprobs = tuple(TokenLogprob(w, -0.1 * len(w)) for w in words) if request.logprobs else None
             samples.append(Sample(text, "stop", prompt_tokens, len(words), 0.0, logprobs))
         return Reply(samples=tuple(samples), model=self._model)
 

@@ -14,9 +14,26 @@ from moot.debate.confidence import confidence_instruction, split_confidence
 from moot.debate.diversity import Candidate, answer_diversity, select_diverse, text_diversity
 from moot.debate import liang
 from moot.debate.judge import judge_messages, read_judge
-from moot.debate.prompts import debate_message, fresh_message, initial_messages, reflection_message, system_messages
+from moot.debate.prompts import (
+    debate_message,
+    fresh_message,
+    initial_messages,
+    reflection_message,
+    system_messages,
+    vote_note,
+)
 from moot.debate.protocols import ProtocolSpec
-from moot.debate.records import DebateResult, FinalStatus, JudgeVerdict, PoolRecord, RoundRecord, Turn
+from moot.debate import retention
+from moot.debate.records import (
+    DebateResult,
+    FinalStatus,
+    JudgeVerdict,
+    PoolRecord,
+    RetentionRecord,
+    RoundRecord,
+    Turn,
+)
+from moot.debate.uncertainty import uncertainty
 from moot.debate.stopping import stop_reason
 from moot.errors import BackendError, ConfigError
 from moot.seeds import derive_seed
@@ -29,6 +46,7 @@ ROUND_CONVENTION = (
 HISTORY_MODE = "chat: each agent keeps its own multi-turn history (Du et al.); fresh: one new prompt per round"
 JUDGE_NAME = "judge"
 MODERATOR_NAME = "moderator"
+FILTER_NAME = "filter"
 
 RoundCallback = Callable[[Question, RoundRecord], None]
 
@@ -40,7 +58,7 @@ def call_seed(run_seed: int, question: Question, agent: Agent, round_index: int)
 
 async def _speak(
     agent: Agent, task: Task, question: Question, shown: tuple[Message, ...], round_index: int, seed: int,
-    caller: Caller, confidence_scale: int | None = None,
+    caller: Caller, protocol: ProtocolSpec,
 ) -> Turn:  # fmt: skip
     sampling = agent.spec.sampling
     request = GenerationRequest(
@@ -49,13 +67,16 @@ async def _speak(
         top_p=sampling.top_p,
         max_tokens=sampling.max_tokens,
         seed=seed,
+        logprobs=protocol.needs_logprobs,
     )
+    confidence_scale = _scale(protocol)
     reply = await caller.call(agent.backend, request, agent=agent.name, round=round_index)
     sample = reply.samples[0]
     readable, confidence = sample.text, None
     if confidence_scale is not None:
         readable, confidence = split_confidence(sample.text, confidence_scale)
     extraction = task.extract(readable)
+    measured = uncertainty(sample.logprobs)
     return Turn(
         agent=agent.name,
         round=round_index,
@@ -71,6 +92,9 @@ async def _speak(
         shown=shown,
         logprobs=sample.logprobs,
         confidence=confidence,
+        nll=measured.nll if measured else None,
+        anll=measured.anll if measured else None,
+        perplexity=measured.perplexity if measured else None,
     )
 
 
@@ -95,7 +119,7 @@ async def _diverse_round0(
     calls = [
         _speak(
             agents[j % n], task, question, tuple(histories[j % n]), 0,
-            derive_seed(seed, question.id, agents[j % n].name, 0, "pool", j), caller, _scale(protocol),
+            derive_seed(seed, question.id, agents[j % n].name, 0, "pool", j), caller, protocol,
         )
         for j in range(protocol.pool)
     ]  # fmt: skip
@@ -163,19 +187,23 @@ async def _moderate(
 
 
 async def _liang_round(
-    agents: Sequence[Agent], task: Task, question: Question, histories: list[list[Message]],
-    previous: Sequence[Turn] | None, r: int, seed: int, caller: Caller,
+    protocol: ProtocolSpec, agents: Sequence[Agent], task: Task, question: Question,
+    histories: list[list[Message]], previous: Sequence[Turn] | None, r: int, seed: int, caller: Caller,
 ) -> list[Turn]:  # fmt: skip
     """The affirmative speaks, then the negative answers it (in turn, not simultaneously)."""
     affirmative, negative = agents
     if previous is not None:
         histories[0].append(liang.rebuttal(task, previous[1].text))
-    first = await _speak(affirmative, task, question, tuple(histories[0]), r, call_seed(seed, question, affirmative, r), caller)
+    first = await _speak(
+        affirmative, task, question, tuple(histories[0]), r, call_seed(seed, question, affirmative, r), caller, protocol
+    )
     histories[0].append(Message("assistant", first.text))
     histories[1].append(
         liang.negative_opening(task, first.text) if previous is None else liang.rebuttal(task, first.text)
     )
-    second = await _speak(negative, task, question, tuple(histories[1]), r, call_seed(seed, question, negative, r), caller)
+    second = await _speak(
+        negative, task, question, tuple(histories[1]), r, call_seed(seed, question, negative, r), caller, protocol
+    )
     histories[1].append(Message("assistant", second.text))
     return [first, second]
 
@@ -201,21 +229,62 @@ async def _final_judge(
 
 def _next_prompts(
     protocol: ProtocolSpec, agents: Sequence[Agent], task: Task, question: Question,
-    histories: list[list[Message]], previous: Sequence[Turn],
-) -> None:  # fmt: skip
-    """Extend (chat) or replace (fresh) each agent's messages for the next round."""
-    scale = _scale(protocol)
+    histories: list[list[Message]], previous: RoundRecord, kept: set[int],
+) -> int:  # fmt: skip
+    """Extend (chat) or replace (fresh) each agent's messages for the next round, forwarding only the
+    ``kept`` replies; returns how many replies were forwarded in all."""
+    scale, forwarded = _scale(protocol), 0
     for i, peer_ids in enumerate(protocol.topology.peers(protocol.agents)):
         agent = agents[i]
-        peers = [previous[j] for j in peer_ids]
+        peers = [previous.turns[j] for j in peer_ids if j in kept]
+        forwarded += len(peers)
         if protocol.history == "fresh":
-            message = fresh_message(task, question, previous[i], peers, protocol.rendering, agent.spec.agreement, scale)
-            histories[i] = system_messages(task, agent.spec.persona) + [_with_cues(protocol, message)]
+            message = fresh_message(
+                task, question, previous.turns[i], peers, protocol.rendering, agent.spec.agreement, scale,
+                protocol.uncertainty_cue,
+            )  # fmt: skip
+            histories[i] = system_messages(task, agent.spec.persona)
         elif peers:
-            message = debate_message(task, peers, protocol.rendering, agent.spec.agreement, scale)
-            histories[i].append(_with_cues(protocol, message))
+            message = debate_message(
+                task, peers, protocol.rendering, agent.spec.agreement, scale, protocol.uncertainty_cue
+            )
         else:
-            histories[i].append(_with_cues(protocol, reflection_message(task)))
+            message = reflection_message(task)
+        if protocol.vote_cue:
+            message = Message(message.role, vote_note(previous.vote.winner) + message.content)
+        histories[i].append(_with_cues(protocol, message))
+    return forwarded
+
+
+async def _retain(
+    protocol: ProtocolSpec, helper: Agent | None, task: Task, question: Question, previous: RoundRecord,
+    r: int, seed: int, caller: Caller,
+) -> tuple[set[int], RetentionRecord]:  # fmt: skip
+    """Which of the previous round's replies are forwarded this round (moot.debate.retention)."""
+    turns, n = previous.turns, len(previous.turns)
+    kept: list[int] | None
+    text, calls, prompt_tokens, completion_tokens = None, 0, 0, 0
+    if protocol.retention == "all":
+        kept = list(range(n))
+    elif protocol.retention == "perplexity-top":
+        kept = retention.perplexity_top(turns, protocol.retain_fraction)
+    elif protocol.retention == "distinct":
+        kept = retention.distinct_answers(turns)
+    else:
+        assert helper is not None
+        messages = retention.filter_messages(protocol.retention, task.render(question), turns, previous.vote.winner)
+        text, prompt_tokens, completion_tokens, _ = await _ask(helper, FILTER_NAME, messages, question, r, seed, caller)
+        calls = 1
+        kept = retention.parse_ids(text, n)
+    fallback = kept is None
+    chosen = list(range(n)) if kept is None else kept
+    record = RetentionRecord(
+        rule=protocol.retention, kept=tuple(turns[i].agent for i in chosen), fallback=fallback, forwarded=0,
+        filter_text=text, filter_calls=calls, filter_prompt_tokens=prompt_tokens,
+        filter_completion_tokens=completion_tokens, diversity=text_diversity([turns[i].text for i in chosen]),
+        diversity_measure="token jaccard",
+    )  # fmt: skip
+    return set(chosen), record
 
 
 async def run_debate(
@@ -247,23 +316,26 @@ async def run_debate(
             history[-1] = _with_cues(protocol, history[-1])
     records: list[RoundRecord] = []
     pool: PoolRecord | None = None
+    kept_record: RetentionRecord | None = None
     reason = "max_rounds"
     final_judge: JudgeVerdict | None = None
     try:
         for r in range(protocol.rounds):
             if liang_style:
                 previous = records[-1].turns if records else None
-                turns = await _liang_round(agents, task, question, histories, previous, r, seed, caller)
+                turns = await _liang_round(protocol, agents, task, question, histories, previous, r, seed, caller)
             elif r == 0 and protocol.initializer == "diverse":
                 turns, pool = await _diverse_round0(protocol, agents, task, question, histories, seed, caller)
             else:
                 if r > 0:
-                    _next_prompts(protocol, agents, task, question, histories, records[-1].turns)
+                    kept, kept_record = await _retain(protocol, judge, task, question, records[-1], r, seed, caller)
+                    forwarded = _next_prompts(protocol, agents, task, question, histories, records[-1], kept)
+                    kept_record = replace(kept_record, forwarded=forwarded)
                 turns = await asyncio.gather(
                     *(
                         _speak(
                             a, task, question, tuple(histories[i]), r, call_seed(seed, question, a, r), caller,
-                            _scale(protocol),
+                            protocol,
                         )
                         for i, a in enumerate(agents)
                     )
@@ -285,11 +357,12 @@ async def run_debate(
                     judge, task, question, [*moderator_history, asked], MODERATOR_NAME, r, seed, caller
                 )
                 moderator_history += [asked, Message("assistant", verdict.text)]
-            elif judge is not None and protocol.needs_judge:
+            elif judge is not None and protocol.stopping.kind == "judge":
                 verdict = await _judge(judge, task, question, turns, r, seed, caller)
             record = RoundRecord(
-                index=r, turns=tuple(turns), vote=vote, judge=verdict, pool=pool if r == 0 else None
-            )
+                index=r, turns=tuple(turns), vote=vote, judge=verdict, pool=pool if r == 0 else None,
+                retention=kept_record if r > 0 and not liang_style else None,
+            )  # fmt: skip
             records.append(record)
             if on_round is not None:
                 on_round(question, record)

@@ -33,13 +33,25 @@ def _confidence_note(turn: Turn, scale: int | None) -> str:
     return f" (confidence {stated})"
 
 
-def render_peers(peers: Sequence[Turn], rendering: str, confidence_scale: int | None = None) -> str:
+def _uncertainty_note(turn: Turn, show: bool) -> str:
+    if not show:
+        return ""
+    value = "unknown" if turn.anll is None else f"{turn.anll:.4f}"
+    return f"\nUncertainty score (Average Negative Log Likelihood) for this response: {value}"
+
+
+def render_peers(
+    peers: Sequence[Turn], rendering: str, confidence_scale: int | None = None, uncertainty: bool = False
+) -> str:
     """``du``: each peer's reply in turn (Du et al.); ``grouped``: replies grouped by extracted answer,
     with the number of agents behind each (ReConcile's "k agents think the answer is X"). With a
-    ``confidence_scale``, each reply carries its agent's stated confidence (Zhu et al.)."""
+    ``confidence_scale``, each reply carries its agent's stated confidence (Zhu et al.); with
+    ``uncertainty``, its ANLL in DAR's wording."""
     if rendering == "du":
         return "".join(
-            f"\n\n One agent response{_confidence_note(t, confidence_scale)}: ```{t.text}```" for t in peers
+            f"\n\n One agent response{_confidence_note(t, confidence_scale)}: ```{t.text}```"
+            + _uncertainty_note(t, uncertainty)
+            for t in peers
         )
     groups: dict[str | None, list[Turn]] = {}
     for turn in peers:
@@ -49,7 +61,10 @@ def render_peers(peers: Sequence[Turn], rendering: str, confidence_scale: int | 
         who = f"{len(turns)} agent{'s' if len(turns) > 1 else ''}"
         head = f"{who} think the answer is {answer}:" if answer is not None else f"{who} gave no clear answer:"
         parts.append(
-            "\n\n" + head + "".join(f"\n{_confidence_note(t, confidence_scale)} ```{t.text}```" for t in turns)
+            "\n\n" + head + "".join(
+                f"\n{_confidence_note(t, confidence_scale)} ```{t.text}```" + _uncertainty_note(t, uncertainty)
+                for t in turns
+            )
         )
     return "".join(parts)
 
@@ -63,15 +78,20 @@ def agreement_sentence(agreement: int | None) -> str:
     )
 
 
+def vote_note(last_vote: str | None) -> str:
+    """DAR's last-vote cue, prepended to a round's prompt."""
+    return f"Majority vote from last round: {last_vote if last_vote is not None else 'none'}\n\n"
+
+
 def debate_message(
     task: Task, peers: Sequence[Turn], rendering: str = "du", agreement: int | None = None,
-    confidence_scale: int | None = None,
+    confidence_scale: int | None = None, uncertainty: bool = False,
 ) -> Message:  # fmt: skip
     """Du et al.'s update prompt (chat history): the peers' latest replies, then a request to update."""
     return Message(
         "user",
         "These are the recent/updated opinions from other agents: "
-        + render_peers(peers, rendering, confidence_scale)
+        + render_peers(peers, rendering, confidence_scale, uncertainty)
         + "\n\n Use these opinions carefully as additional advice, can you provide an updated answer?"
         + agreement_sentence(agreement)
         + " "
@@ -88,13 +108,13 @@ def reflection_message(task: Task) -> Message:
 
 def fresh_message(
     task: Task, question: Question, own: Turn, peers: Sequence[Turn], rendering: str = "du",
-    agreement: int | None = None, confidence_scale: int | None = None,
+    agreement: int | None = None, confidence_scale: int | None = None, uncertainty: bool = False,
 ) -> Message:  # fmt: skip
     """A single-turn round prompt (Choi et al. / DAR): peers' replies, the agent's own last reply, the question."""
     if peers:
         opening = (
-            "These are the recent opinions from other agents: " + render_peers(peers, rendering, confidence_scale)
-            + "\n\n"
+            "These are the recent opinions from other agents: "
+            + render_peers(peers, rendering, confidence_scale, uncertainty) + "\n\n"
         )  # fmt: skip
         closing = "Use these opinions carefully as additional advice to revise your recent opinion"
     else:

@@ -48,6 +48,14 @@ class ProtocolSpec(BaseModel):
         default=False, description="agents state a 0..confidence_scale confidence, shown to peers (Zhu et al.)"
     )
     confidence_scale: int = Field(default=10, ge=1)
+    uncertainty_cue: bool = Field(
+        default=False, description="each forwarded reply carries its ANLL (DAR's uncertainty prompt; needs logprobs)"
+    )
+    vote_cue: bool = Field(default=False, description="agents are told the previous round's majority (the last vote)")
+    retention: Literal["all", "dar", "certain", "similar", "perplexity-top", "distinct"] = Field(
+        default="all", description="which previous-round replies agents hear (moot.debate.retention)"
+    )
+    retain_fraction: float = Field(default=0.5, gt=0.0, le=1.0, description="perplexity-top: share kept")
     stopping: Stopping = Stopping()
     aggregation: Literal["majority", "confidence", "judge", "moderator"] = Field(
         default="majority",
@@ -72,6 +80,8 @@ class ProtocolSpec(BaseModel):
             raise ValueError("a moderator exists only in style 'liang'")
         if self.aggregation == "confidence" and not self.confidence:
             raise ValueError("aggregation 'confidence' needs confidence = true (agents must state one)")
+        if liang and (self.retention != "all" or self.uncertainty_cue or self.vote_cue):
+            raise ValueError("retention and cues apply to style 'peers'")
         if self.initializer == "diverse" and (liang or (self.pool_size is not None and self.pool_size < self.agents)):
             raise ValueError("initializer 'diverse' needs style 'peers' and pool_size >= agents")
         if self.stopping.min_rounds > self.rounds:
@@ -85,13 +95,22 @@ class ProtocolSpec(BaseModel):
 
     @property
     def needs_judge(self) -> bool:
-        """A judge agent is needed: for judge stopping, or as Liang's moderator and final judge."""
-        return self.stopping.kind == "judge" or self.style == "liang"
+        """A helper agent is needed: a judge, Liang's moderator and final judge, or a retention filter."""
+        return self.stopping.kind == "judge" or self.style == "liang" or self.needs_filter
+
+    @property
+    def needs_filter(self) -> bool:
+        return self.retention in ("dar", "certain", "similar")
+
+    @property
+    def needs_logprobs(self) -> bool:
+        return self.uncertainty_cue or self.retention == "perplexity-top"
 
     def calls_per_round(self) -> str:
         if self.style == "liang":
             return "2 debater calls + 1 moderator call (+1 if its JSON needs repair); 2 final-judge calls at the cap"
-        judge = " + 1 judge call" if self.needs_judge else ""
+        judge = " + 1 judge call" if self.stopping.kind == "judge" else ""
+        judge += " + 1 filter call from round 1" if self.needs_filter else ""
         pool = f" ({self.pool} candidate calls in round 0)" if self.initializer == "diverse" else ""
         return f"{self.agents} agent call{'s' if self.agents > 1 else ''}{judge}{pool}"
 
@@ -120,6 +139,9 @@ class ProtocolSpec(BaseModel):
             "peer rendering": self.rendering,
             "initializer": self.initializer + (f" (pool of {self.pool})" if self.initializer == "diverse" else ""),
             "confidence": f"stated on 0-{self.confidence_scale}, shown to peers" if self.confidence else "not asked",
+            "retention": self.retention + (f" ({self.retain_fraction:.0%})" if self.retention == "perplexity-top" else ""),
+            "cues": ", ".join(c for c, on in (("uncertainty (ANLL)", self.uncertainty_cue), ("last vote", self.vote_cue)) if on)
+            or "none",
             "stopping": stopping + (f", at least {stop.min_rounds} rounds" if stop.min_rounds > 1 else ""),
             "aggregation": self.aggregation + (f" (ties: {self.tie_rule})" if self.aggregation == "majority" else ""),
             "model calls per round": self.calls_per_round(),
@@ -129,6 +151,36 @@ class ProtocolSpec(BaseModel):
 
 def _preset(**fields: Any) -> ProtocolSpec:
     return ProtocolSpec(**fields)
+
+
+def _dar_presets() -> list[ProtocolSpec]:
+    """DAR (Nguyen et al. 2026) and the baselines it compares against: 4 agents, fresh single-turn
+    prompts (Choi et al.'s setting), 2 debate rounds after round 0."""
+    base: dict[str, Any] = {"agents": 4, "rounds": 3, "history": "fresh"}
+    dar = {"retention": "dar", "uncertainty_cue": True, "vote_cue": True}
+    paper = "DAR (Nguyen et al. 2026)"
+    return [
+        _preset(name="dar", **base, **dar,
+                reference=f"{paper}: a filter keeps the most disagreeing replies by agent ID; ANLL and last-vote cues"),
+        _preset(name="dar-sparse", **base, **dar, topology=Topology(kind="ring"),
+                reference=f"{paper} on Li et al.'s sparse ring topology"),
+        _preset(name="mad-m2", **base, retention="perplexity-top",
+                reference="MAD-M2 (Tian et al. 2026), objective mask: keep the more confident half by perplexity"),
+        _preset(name="uncertain-prompt", **base, uncertainty_cue=True,
+                reference="Uncertain Prompt (Lin and Hooi 2025): each forwarded reply carries its ANLL"),
+        _preset(name="vote-prompt", **base, vote_cue=True,
+                reference=f"{paper}'s Vote Prompt baseline: agents are told the last round's majority"),
+        _preset(name="dar-no-uncertainty", **base, retention="dar", vote_cue=True,
+                reference=f"{paper} ablation without the uncertainty cue"),
+        _preset(name="dar-no-vote", **base, retention="dar", uncertainty_cue=True,
+                reference=f"{paper} ablation without the last-vote cue"),
+        _preset(name="dar-distinct", **base, **{**dar, "retention": "distinct"},
+                reference=f"{paper} ablation: a hard filter keeping one reply per distinct answer"),
+        _preset(name="dar-certain", **base, **{**dar, "retention": "certain"},
+                reference=f"{paper} ablation: the filter keeps the most certain replies"),
+        _preset(name="dar-similar", **base, **{**dar, "retention": "similar"},
+                reference=f"{paper} ablation: the filter keeps the replies closest to the majority"),
+    ]  # fmt: skip
 
 
 PRESETS: dict[str, ProtocolSpec] = {
@@ -196,6 +248,7 @@ PRESETS: dict[str, ProtocolSpec] = {
             aggregation="confidence",
             reference="Zhu et al. 2026: diversity-aware initialisation and confidence-modulated debate together",
         ),
+        *_dar_presets(),
         _preset(
             name="du-adaptive", agents=3, rounds=6, stopping=Stopping(kind="judge", threshold=90),
             reference="the stopping study's Du adaptive condition: society plus a judge after each round, "
@@ -206,7 +259,7 @@ PRESETS: dict[str, ProtocolSpec] = {
 
 COMPONENT_FIELDS = (
     "topology", "history", "rendering", "style", "initializer", "pool_size", "confidence", "confidence_scale",
-    "stopping", "aggregation", "tie_rule",
+    "uncertainty_cue", "vote_cue", "retention", "retain_fraction", "stopping", "aggregation", "tie_rule",
 )  # fmt: skip
 
 

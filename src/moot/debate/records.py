@@ -36,6 +36,9 @@ class Turn:
     shown: tuple[Message, ...]
     logprobs: tuple[TokenLogprob, ...] | None = None
     confidence: float | None = None  # verbalised, on the protocol's scale; None when not given
+    nll: float | None = None  # of the generated tokens, when log-probabilities were asked
+    anll: float | None = None  # average per token: DAR's uncertainty cue
+    perplexity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -78,12 +81,29 @@ class PoolRecord:
 
 
 @dataclass(frozen=True)
+class RetentionRecord:
+    """Which previous-round replies were forwarded into this round, and what choosing them cost."""
+
+    rule: str
+    kept: tuple[str, ...]  # agent names whose replies were forwarded
+    fallback: bool  # the filter's selection was empty or invalid, so every reply was kept
+    forwarded: int  # replies shown to agents this round, summed over agents
+    filter_text: str | None
+    filter_calls: int
+    filter_prompt_tokens: int
+    filter_completion_tokens: int
+    diversity: float  # mean pairwise 1 - similarity of the kept replies
+    diversity_measure: str
+
+
+@dataclass(frozen=True)
 class RoundRecord:
     index: int
     turns: tuple[Turn, ...]
     vote: Vote
     judge: JudgeVerdict | None = None
     pool: PoolRecord | None = None
+    retention: RetentionRecord | None = None
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,13 @@ def resolve_condition(
                 persona=merged.persona,
             )
         )
+    if protocol.needs_logprobs:
+        for agent in agents:
+            if not agent.backend.logprobs:
+                raise ConfigError(
+                    f"{where}: protocol {protocol.name!r} needs log-probabilities, but agent {agent.name}'s backend "
+                    "says it cannot give them (logprobs = false)"
+                )
     if len({a.name for a in agents} | {"judge"}) != len(agents) + 1:
         raise ConfigError(f"{where}.agents: agent names must be unique and not 'judge'")
     judge = None

@@ -22,7 +22,14 @@ from moot.backends.base import Backend, BackendConfig
 from moot.backends.factory import make_backend
 from moot.debate import judge, prompts
 from moot.debate.agents import Agent, AgentSpec
-from moot.debate.engine import HISTORY_MODE, JUDGE_NAME, MODERATOR_NAME, ROUND_CONVENTION, run_debate
+from moot.debate.engine import (
+    FILTER_NAME,
+    HISTORY_MODE,
+    JUDGE_NAME,
+    MODERATOR_NAME,
+    ROUND_CONVENTION,
+    run_debate,
+)
 from moot.debate.records import DebateResult
 from moot.errors import ConfigError
 from moot.models import DEFAULT_MODEL
@@ -268,7 +275,7 @@ class Experiment:
             }  # fmt: skip
             names = {a.name: model_name(a.spec.backend) for a in agents}
             if judge_agent is not None:  # the judge agent also speaks as Liang's moderator
-                names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME), model_name(judge_agent.spec.backend))
+                names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME, FILTER_NAME), model_name(judge_agent.spec.backend))
             caller = RecordingCaller(cache, place, names)
             result = await run_debate(
                 unit.question, unit.task, unit.condition.protocol, agents, caller=caller, seed=unit.seed,

@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS turns (
   round INTEGER NOT NULL, agent TEXT NOT NULL, call_key TEXT NOT NULL, text TEXT NOT NULL,
   answer TEXT, parse_status TEXT NOT NULL, correct INTEGER NOT NULL, confidence REAL,
   finish_reason TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
-  latency_s REAL NOT NULL, shown TEXT NOT NULL,
+  latency_s REAL NOT NULL, shown TEXT NOT NULL, nll REAL, anll REAL, perplexity REAL,
   PRIMARY KEY (condition, task, question_id, seed, round, agent));
 CREATE TABLE IF NOT EXISTS results (
   condition TEXT NOT NULL, task TEXT NOT NULL, question_id TEXT NOT NULL, seed INTEGER NOT NULL,
@@ -251,14 +251,16 @@ class RunStore:
             for record in result.rounds:
                 for t in record.turns:
                     db.execute(
-                        "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (*where, t.round, t.agent, call_keys.get((t.round, t.agent), ""), t.text, t.answer,
                          t.parse_status.value, int(t.correct), t.confidence, t.finish_reason, t.prompt_tokens,
-                         t.completion_tokens, t.latency_s, json.dumps([m.as_dict() for m in t.shown])),
+                         t.completion_tokens, t.latency_s, json.dumps([m.as_dict() for m in t.shown]),
+                         t.nll, t.anll, t.perplexity),
                     )  # fmt: skip
             votes = [
                 {"round": r.index, "counts": r.vote.counts, "winner": r.vote.winner, "weights": r.vote.weights,
-                 "judge": asdict(r.judge) if r.judge else None, "pool": asdict(r.pool) if r.pool else None}
+                 "judge": asdict(r.judge) if r.judge else None, "pool": asdict(r.pool) if r.pool else None,
+                 "retention": asdict(r.retention) if r.retention else None}
                 for r in result.rounds
             ]  # fmt: skip
             final_judge = json.dumps(asdict(result.final_judge)) if result.final_judge else None

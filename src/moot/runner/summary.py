@@ -66,7 +66,13 @@ def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary
         s.unparsed += r["status"] == "unparsed"
         s.abstained += r["status"] == "abstained"
         s.errors += r["status"] == "error"
-        verdicts = [v["judge"] for v in json.loads(r["votes"]) if v.get("judge")]
+        votes = json.loads(r["votes"])
+        verdicts = [v["judge"] for v in votes if v.get("judge")]
+        for v in votes:  # filter calls of a retention rule are used by the debate too
+            if v.get("retention") and v["retention"]["filter_calls"]:
+                retention = v["retention"]
+                verdicts.append({"calls": retention["filter_calls"], "prompt_tokens": retention["filter_prompt_tokens"],
+                                 "completion_tokens": retention["filter_completion_tokens"]})  # fmt: skip
         if r["final_judge"]:
             verdicts.append(json.loads(r["final_judge"]))
         for verdict in verdicts:  # judge and moderator calls are used by the debate too

@@ -70,6 +70,7 @@ def test_a_run_stores_everything_and_an_identical_rerun_makes_no_call(tmp_path: 
     assert meta["round0_sharing"] == {"single": ["vote", "society"], "vote": ["single", "society"],
                                       "society": ["single", "vote"]}  # fmt: skip
     assert meta["models"] == {"numbers": {"backend": "scripted", "model_id": "scripted:numbers"}}
+    assert meta["topology_density"] == {"single": 0.0, "vote": 0.0, "society": 1.0}
     assert {"initial_messages", "debate_message", "reflection_message", "fresh_message", "judge_messages"} <= set(
         meta["prompt_templates"]
     )

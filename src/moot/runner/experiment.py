@@ -175,6 +175,7 @@ class Experiment:
             "history_mode": HISTORY_MODE,
             "prompt_templates": prompt_template_hashes(),
             "round0_sharing": round0_sharing(self.conditions, self.config.share_round0),
+            "topology_density": {c.name: c.protocol.topology.density(c.protocol.agents) for c in self.conditions},
             "status": "created",
         }
         return RunStore.create(self.output, meta, {c.name: c.model_dump(mode="json") for c in self.conditions})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from rich.table import Table
 from moot import __version__
 from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import report as _report
+from moot.cli_support import reports_errors
 from moot.errors import MootError
 from moot.theory.cli import theory_app
 
@@ -73,23 +73,6 @@ SystemPrompt = Annotated[
 ]
 Threads = Annotated[int | None, typer.Option(help="local: CPU threads (default: all cores).")]
 Context = Annotated[int | None, typer.Option(help="local: context window in tokens (default: 8192).")]
-
-
-def reports_errors(fn: F) -> F:
-    """Turn moot's errors into one line on stderr and exit status 2; Ctrl-C into status 130."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except MootError as exc:
-            print(f"moot: error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            print("moot: interrupted", file=sys.stderr)
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _validated(schema: type, /, **values: Any) -> Any:

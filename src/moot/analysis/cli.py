@@ -6,7 +6,6 @@ Mounted on the main app with ``app.command("report")(report)`` and ``app.command
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from moot.errors import MootError
+from moot.cli_support import reports_errors
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,23 +31,6 @@ def _console() -> Any:
     from rich.console import Console
 
     return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-
-
-def reports_errors(fn: F) -> F:
-    """moot's errors as one line on stderr and exit status 2 (as every moot command)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except MootError as exc:
-            print(f"moot: error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            print("moot: interrupted", file=sys.stderr)
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def default_html_path(run: Path) -> Path:

@@ -29,15 +29,18 @@ def majority_vote(answers: Sequence[str | None], tie_rule: TieRule = "first", se
         return Vote(ranked, None, (), unparsed)
     top = max(counts.values())
     tied = tuple(a for a in order if counts[a] == top)
+    return Vote(ranked, break_tie(tied, tie_rule, seed), tied, unparsed)
+
+
+def break_tie(tied: Sequence[str], tie_rule: TieRule, seed: int) -> str | None:
+    """The winner among answers tied at the top (one answer is no tie)."""
     if len(tied) == 1 or tie_rule == "first":
-        winner: str | None = tied[0]
-    elif tie_rule == "random":
-        winner = random.Random(seed).choice(tied)
-    elif tie_rule == "abstain":
-        winner = None
-    else:
-        raise ValueError(f"unknown tie rule {tie_rule!r}")
-    return Vote(ranked, winner, tied, unparsed)
+        return tied[0]
+    if tie_rule == "random":
+        return random.Random(seed).choice(tied)
+    if tie_rule == "abstain":
+        return None
+    raise ValueError(f"unknown tie rule {tie_rule!r}")
 
 
 def weighted_vote(
@@ -58,10 +61,4 @@ def weighted_vote(
         return plain
     top = max(totals.values())
     tied = tuple(a for a in totals if totals[a] == top)
-    if len(tied) == 1 or tie_rule == "first":
-        winner: str | None = tied[0]
-    elif tie_rule == "random":
-        winner = random.Random(seed).choice(tied)
-    else:
-        winner = None
-    return Vote(plain.counts, winner, tied, plain.unparsed, tuple(totals.items()))
+    return Vote(plain.counts, break_tie(tied, tie_rule, seed), tied, plain.unparsed, tuple(totals.items()))

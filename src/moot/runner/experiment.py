@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot import __version__
 from moot.backends.base import Backend, BackendConfig
 from moot.backends.factory import make_backend
 from moot.debate import judge, prompts

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from moot.errors import MootError
+from moot.cli_support import reports_errors as _reports_errors
 
 theory_app = typer.Typer(
     help="Simulate the Dirichlet-categorical model of debate and check its theorems (Zhu et al. 2026, §5).",
@@ -57,20 +56,6 @@ Selection = Annotated[
 TieRule = Annotated[str, typer.Option(help="Majority tie rule: first (earliest agent), random or abstain.")]
 Debates = Annotated[int, typer.Option("--debates", "-d", help="Simulated debates (Monte Carlo sample size).")]
 Seed = Annotated[int, typer.Option(help="Seed of the simulation.")]
-
-
-def _reports_errors(fn: F) -> F:
-    """moot's errors as one line on stderr and exit status 2 (as in moot.cli)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except MootError as exc:
-            print(f"moot: error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _model(

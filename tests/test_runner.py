@@ -16,7 +16,7 @@ from moot.backends.scripted import ScriptedBackend, seeded_numbers
 from moot.errors import BackendError, ConfigError
 from moot.runner import experiment as experiment_module
 from moot.runner.config import parse_experiment
-from moot.runner.experiment import Experiment, RunOptions, run_experiment
+from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.export import export_table
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
 from moot.runner.summary import question_rows, summarize

@@ -366,12 +366,10 @@ async def run_debate(
             records.append(record)
             if on_round is not None:
                 on_round(question, record)
-            if (why := stop_reason(protocol.stopping, records)) is not None and r < protocol.rounds - 1:
+            if (why := stop_reason(protocol.stopping, records)) is not None:
                 reason = why
                 break
-            if why is not None:
-                reason = why
-        if liang_style and judge is not None and reason in ("max_rounds",):
+        if liang_style and judge is not None and reason == "max_rounds":
             final_judge = await _final_judge(judge, task, question, records, seed, caller)
     except BackendError as exc:
         return DebateResult(question, protocol.name, tuple(records), None, FinalStatus.ERROR, False, "error", str(exc))

@@ -80,6 +80,9 @@ pre { white-space: pre-wrap; word-break: break-word; background: #f4f6f8; paddin
 .shown summary { color: #5b6675; cursor: pointer; font-size: .9em; }
 .role { font-size: .8em; text-transform: uppercase; color: #5b6675; }
 .vote { margin: .2rem 0 .4rem 1rem; }
+.retention { margin: .2rem 0 .4rem 1rem; color: #3d4754; }
+.retention summary { color: #5b6675; cursor: pointer; font-size: .9em; }
+.retained { font-size: .9em; color: #3d4754; }
 [hidden] { display: none !important; }
 """
 
@@ -144,17 +147,23 @@ TEMPLATE = """<!DOCTYPE html>
 <td>{{ r.pool.get('answers', [])[i] if i < r.pool.get('answers', [])|length }}</td>
 <td>{% for k in kept %}{% if k == i %}agent {{ loop.index }} {% endif %}{% endfor %}</td><td><pre>{{ text }}</pre></td></tr>{% endfor %}
 </tbody></table></details>{% endif %}
+{% if r.retention %}{% set x = r.retention %}<div class="retention">retention <b>{{ x.get('rule') }}</b>{% if x.get('fallback') %} · <span class="bad">fallback</span>: the filter's selection was invalid or empty, all kept{% endif %}
+· kept {{ (x.get('kept') or [])|join(', ') or 'none' }} · {{ x.get('forwarded') }} repl{{ 'y' if x.get('forwarded') == 1 else 'ies' }} forwarded
+{% if x.get('diversity') is not none %}· kept diversity {{ fixed(x.get('diversity'), 3) }}{% if x.get('diversity_measure') %} ({{ x.get('diversity_measure') }}){% endif %}{% endif %}
+{% if x.get('filter_calls') %}· filter: {{ x.get('filter_calls') }} call{{ 's' if x.get('filter_calls') != 1 }}, {{ x.get('filter_prompt_tokens') }} + {{ x.get('filter_completion_tokens') }} tokens{% endif %}
+{% if x.get('filter_text') is not none %}<details class="filter-reply"><summary>filter's reply</summary><pre>{{ x.get('filter_text') }}</pre></details>{% endif %}</div>{% endif %}
 {% for turn in r.turns %}
 <div class="turn" data-agent="{{ turn.agent }}">
 <div class="turn-head"><b>{{ turn.agent }}</b> → answer
 {% if turn.parsed %}<b>{{ turn.answer }}</b>{% else %}<b>· (unparsed)</b>{% endif %}
 {% if turn.correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}
 {% if turn.confidence is not none %} · confidence {{ fixed(turn.confidence, 2) }}{% endif %}
+{% if turn.anll is not none %} · ANLL {{ fixed(turn.anll, 3) }}{% endif %}{% if turn.perplexity is not none %} · perplexity {{ fixed(turn.perplexity, 2) }}{% endif %}
 · {{ turn.finish_reason }} · {{ turn.prompt_tokens }} + {{ turn.completion_tokens }} tokens</div>
 <details class="shown"><summary>shown this round: {{ turn.shown_new|length }} message{{ 's' if turn.shown_new|length != 1 }}{% if turn.shown|length != turn.shown_new|length %} (context {{ turn.shown|length }}){% endif %}</summary>
 {% for role, content in turn.shown_new %}<div class="msg"><span class="role">{{ role }}</span><pre>{{ content }}</pre></div>{% endfor %}
 </details>
-{% if turn.retained is not none %}<div class="retained"><span class="role">retained</span><pre>{{ turn.retained }}</pre></div>{% endif %}
+{% if turn.retained is not none %}<div class="retained"><span class="role">retained</span> {{ turn.retained }}</div>{% endif %}
 <pre class="reply">{{ turn.text }}</pre>
 </div>
 {% endfor %}

@@ -1,8 +1,8 @@
 """A run's report, read from its store: per task and condition, every figure the tables and plots show.
 
 ``build_report`` reads results, turns, calls, questions, conditions, meta and sessions. It uses
-what the store holds: calibration appears once turns (or judges) carry confidences, and a
-transcript shows what was retained once turns record it.
+what the store holds: calibration appears once turns (or judges) carry confidences, and the
+retention and efficiency figures once debate rounds record which replies were forwarded.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from moot.analysis import stats
 from moot.analysis.calibration import Calibration, calibrate, to_probabilities
+from moot.analysis.formatting import percent
 from moot.analysis.transitions import (
     AgentChanges,
     Diversity,
@@ -29,6 +30,7 @@ from moot.analysis.transitions import (
     oracle,
     round_to_round,
 )
+from moot.debate.topology import Topology
 from moot.errors import MootError
 from moot.runner.store import RunStore
 
@@ -60,7 +62,10 @@ class TurnView:
     completion_tokens: int
     shown_new: tuple[tuple[str, str], ...]  # (role, content) added to the agent's context this round
     shown: tuple[tuple[str, str], ...]  # (role, content): everything the agent was shown
-    retained: str | None  # what the agent kept from earlier rounds, where the store records it
+    retained: str | None  # rounds >= 1 with retention: whose previous replies the agent heard, and why
+    nll: float | None = None  # uncertainty of the reply from its log-probabilities, where they were asked
+    anll: float | None = None
+    perplexity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class RoundView:
     system_answer: str | None  # the round's answer as the protocol aggregates (majority, or the judge's)
     system_correct: bool
     pool: dict[str, Any] | None = None  # a diversity-aware round 0: candidates sampled and the ones retained
+    retention: dict[str, Any] | None = None  # rounds >= 1: the previous replies forwarded (RetentionRecord)
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,52 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Efficiency:
+    """What retention forwarded, and what choosing it cost, over the debate rounds (r >= 1) that record it.
+
+    ``forwarded`` counts the replies shown to agents, summed over agents, rounds and questions; ``full``
+    is what forwarding every reply would have shown in the protocol's topology (None if unknown).
+    """
+
+    rules: tuple[str, ...]
+    rounds: int  # debate rounds with a retention record, summed over questions
+    forwarded: int
+    full: int | None
+    fallbacks: int  # rounds whose filter selection was invalid or empty, so every reply was kept
+    filter_calls: int
+    filter_prompt_tokens: int
+    filter_completion_tokens: int
+    diversity: float | None  # mean over rounds of the kept replies' diversity
+    diversity_measure: str | None
+    anll: float | None  # mean ANLL of the condition's turns that record one
+    anll_turns: int
+    perplexity: float | None  # mean perplexity of the turns that record one
+
+    @property
+    def forwarded_per_round(self) -> float:
+        return self.forwarded / self.rounds if self.rounds else math.nan
+
+    @property
+    def full_per_round(self) -> float | None:
+        return None if self.full is None or not self.rounds else self.full / self.rounds
+
+    @property
+    def fewer(self) -> float | None:
+        """The share of replies not forwarded, against forwarding every reply (0 for rule "all")."""
+        return None if not self.full else 1 - self.forwarded / self.full
+
+    @property
+    def comparison(self) -> str:
+        """E.g. "42 of 48 replies forwarded, 12.5% fewer than forwarding every reply"."""
+        if self.full is None:
+            return f"{self.forwarded:,} replies forwarded (the topology is unknown: no comparison)"
+        if self.fewer is None:
+            return f"{self.forwarded:,} replies forwarded (the topology forwards none)"
+        share = f"{percent(self.fewer)} fewer" if self.fewer >= 0 else f"{percent(-self.fewer)} more"
+        return f"{self.forwarded:,} of {self.full:,} replies forwarded, {share} than forwarding every reply"
+
+
+@dataclass(frozen=True)
 class ConditionReport:
     name: str
     protocol: str
@@ -154,6 +206,7 @@ class ConditionReport:
     diversity: Diversity | None
     calibration: Calibration | None  # agents' stated confidences
     judge_calibration: Calibration | None  # a judge's confidence in its answer after each round
+    efficiency: Efficiency | None = None  # None when no round records retention
 
 
 @dataclass(frozen=True)
@@ -209,6 +262,41 @@ def _new_messages(shown: Messages, before: Messages | None) -> Messages:
     return added[1:] if added and added[0][0] == "assistant" else added
 
 
+def _peers(config: dict[str, Any]) -> list[list[int]] | None:
+    """Who hears whom in the condition's topology (agent indices), or None when the config does not say."""
+    protocol = _protocol(config)
+    agents = protocol.get("agents") or len(config.get("agents", []))
+    if not agents:
+        return None
+    try:
+        return Topology(**(protocol.get("topology") or {})).peers(int(agents))
+    except (MootError, ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+        return None
+
+
+def _retention(vote: dict[str, Any]) -> dict[str, Any] | None:
+    retention = vote.get("retention")
+    return retention if isinstance(retention, dict) else None
+
+
+def _retained_text(
+    retention: dict[str, Any], agent: str, order: list[str], peers: list[list[int]] | None, agents: int
+) -> str:
+    """What one agent heard of the previous round: "heard agent-1, agent-4 (dar kept 2 of 4)"."""
+    rule = str(retention.get("rule", "?"))
+    kept = [str(a) for a in retention.get("kept") or []]
+    if retention.get("fallback"):
+        why = f"{rule} fallback: filter selection invalid or empty, kept all {len(kept)}"
+    elif rule == "all":
+        why = "all replies kept"
+    else:
+        why = f"{rule} kept {len(kept)} of {agents}"
+    if peers is not None and agent in order and order.index(agent) < len(peers):
+        heard = [order[j] for j in peers[order.index(agent)] if j < len(order) and order[j] in kept]
+        return f"heard {', '.join(heard) or 'no peer'} ({why})"
+    return f"kept {', '.join(kept) or 'none'} ({why})"
+
+
 def _judge_correct(judge: dict[str, Any], turns: Iterable[TurnView], gold: str) -> bool:
     if "correct" in judge and judge["correct"] is not None:
         return bool(judge["correct"])
@@ -225,6 +313,7 @@ def read_transcripts(store: RunStore) -> list[Transcript]:
     conditions = store.conditions()
     order = {name: [a["name"] for a in config.get("agents", [])] for name, config in conditions.items()}
     by_judge = {name for name, config in conditions.items() if _protocol(config).get("aggregation") in JUDGED}
+    topology = {name: _peers(config) for name, config in conditions.items()}
     turns: dict[tuple[str, str, str, int], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for t in store.rows("turns"):
         turns[(t["condition"], t["task"], t["question_id"], t["seed"])][t["round"]].append(t)
@@ -235,23 +324,28 @@ def read_transcripts(store: RunStore) -> list[Transcript]:
         agent_order = order.get(r["condition"], [])
         votes = {v.get("round"): v for v in json.loads(r["votes"] or "[]") if isinstance(v, dict)}
         previous: dict[str, Messages] = {}
-        rounds = []
+        rounds: list[RoundView] = []
         for index, rows in sorted(turns[key].items()):
             rows.sort(key=lambda t: agent_order.index(t["agent"]) if t["agent"] in agent_order else len(agent_order))
+            vote = votes.get(index, {})
+            retention = _retention(vote) if index > 0 else None
+            agents = len(agent_order) or (len(rounds[-1].turns) if rounds else len(rows))
             views = []
             for t in rows:
                 shown = _messages(t["shown"])
+                retained = t.get("retained")
+                if retained is None and retention is not None:
+                    retained = _retained_text(retention, t["agent"], agent_order, topology.get(r["condition"]), agents)
                 views.append(
                     TurnView(
                         agent=t["agent"], text=t["text"], answer=t["answer"], parsed=t["parse_status"] == "parsed",
                         correct=bool(t["correct"]), confidence=t.get("confidence"), finish_reason=t["finish_reason"],
                         prompt_tokens=t["prompt_tokens"], completion_tokens=t["completion_tokens"],
                         shown_new=_new_messages(shown, previous.get(t["agent"])), shown=shown,
-                        retained=t.get("retained"),
+                        retained=retained, nll=t.get("nll"), anll=t.get("anll"), perplexity=t.get("perplexity"),
                     )  # fmt: skip
                 )
                 previous[t["agent"]] = shown
-            vote = votes.get(index, {})
             winner = vote.get("winner")
             judge = vote.get("judge") if isinstance(vote.get("judge"), dict) else None
             winner_correct = winner is not None and any(v.correct and v.answer == winner for v in views)
@@ -262,6 +356,7 @@ def read_transcripts(store: RunStore) -> list[Transcript]:
                     index=index, turns=tuple(views), votes=tuple((str(a), int(n)) for a, n in vote.get("counts", [])),
                     winner=winner, winner_correct=winner_correct, judge=judge, system_answer=system[0],
                     system_correct=system[1], pool=vote.get("pool") if isinstance(vote.get("pool"), dict) else None,
+                    retention=retention,
                 )  # fmt: skip
             )
         final_judge = json.loads(r["final_judge"]) if r.get("final_judge") else None
@@ -338,6 +433,42 @@ def _calibration(
     return agents, judge
 
 
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _number(x: Any) -> float | None:
+    """A finite stored number, or None."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _efficiency(config: dict[str, Any], transcripts: list[Transcript]) -> Efficiency | None:
+    """Retention's forwarded replies, fallbacks, filter cost and kept diversity; None when no round records it."""
+    records = [r.retention for t in transcripts for r in t.rounds if r.retention is not None]
+    if not records:
+        return None
+    peers = _peers(config)
+    diversities = [d for x in records if (d := _number(x.get("diversity"))) is not None]
+    anlls = [a for t in transcripts for r in t.rounds for turn in r.turns if (a := _number(turn.anll)) is not None]
+    perplexities = [
+        p for t in transcripts for r in t.rounds for turn in r.turns if (p := _number(turn.perplexity)) is not None
+    ]  # fmt: skip
+    measures = list(dict.fromkeys(str(x["diversity_measure"]) for x in records if x.get("diversity_measure")))
+    return Efficiency(
+        rules=tuple(dict.fromkeys(str(x.get("rule", "?")) for x in records)), rounds=len(records),
+        forwarded=sum(int(x.get("forwarded") or 0) for x in records),
+        full=None if peers is None else len(records) * sum(len(p) for p in peers),
+        fallbacks=sum(bool(x.get("fallback")) for x in records),
+        filter_calls=sum(int(x.get("filter_calls") or 0) for x in records),
+        filter_prompt_tokens=sum(int(x.get("filter_prompt_tokens") or 0) for x in records),
+        filter_completion_tokens=sum(int(x.get("filter_completion_tokens") or 0) for x in records),
+        diversity=_mean(diversities), diversity_measure=", ".join(measures) or None,
+        anll=_mean(anlls), anll_turns=len(anlls), perplexity=_mean(perplexities),
+    )  # fmt: skip
+
+
 def _condition_report(
     name: str, config: dict[str, Any], transcripts: list[Transcript], usage: Usage
 ) -> ConditionReport:
@@ -371,7 +502,7 @@ def _condition_report(
         usage=usage, first_to_final=tuple(ftf.items()), first_to_final_total=ftf_total,
         round_to_round=tuple(round_to_round(trajectories).items()), agent_changes=tuple(agent_changes(trajectories)),
         oracle=oracle(trajectories), diversity=initial_diversity(trajectories), calibration=agents_cal,
-        judge_calibration=judge_cal,
+        judge_calibration=judge_cal, efficiency=_efficiency(config, transcripts),
     )  # fmt: skip
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from moot.analysis.calibration import Calibration
-from moot.analysis.formatting import DASH, fixed, interval, p_value
+from moot.analysis.formatting import DASH, fixed, interval, p_value, percent
 from moot.analysis.report import ConditionReport, PairReport, Report, TaskReport
 from moot.analysis.transitions import Transitions
 
@@ -223,6 +223,39 @@ def diversity_table(task: TaskReport) -> Table | None:
     )  # fmt: skip
 
 
+def efficiency_table(task: TaskReport) -> Table | None:
+    """Per condition with retention: replies forwarded against forwarding every reply, and the filter's cost."""
+    shown = [c for c in task.conditions if c.efficiency is not None]
+    if not shown:
+        return None
+    rows = []
+    for c in shown:
+        e = c.efficiency
+        assert e is not None
+        fewer = e.fewer
+        versus = DASH if fewer is None else f"{percent(fewer)} fewer" if fewer >= 0 else f"{percent(-fewer)} more"
+        rows.append((
+            c.name, ", ".join(e.rules), str(e.rounds), _count(e.forwarded), fixed(e.forwarded_per_round, 2),
+            fixed(e.full_per_round, 2), versus, _ratio(e.fallbacks, e.rounds), _count(e.filter_calls),
+            _count(e.filter_prompt_tokens), _count(e.filter_completion_tokens), fixed(e.diversity),
+            e.diversity_measure or DASH, fixed(e.anll), fixed(e.perplexity, 2),
+        ))  # fmt: skip
+    comparisons = "; ".join(f"{c.name}: {c.efficiency.comparison}" for c in shown if c.efficiency is not None)
+    return Table(
+        "efficiency", "Retention and efficiency",
+        ("condition", "retention", "debate rounds", "forwarded", "forwarded per round", "per round if all kept",
+         "vs. forwarding every reply", "fallbacks", "filter calls", "filter prompt tokens",
+         "filter completion tokens", "kept diversity", "diversity measure", "mean ANLL", "mean perplexity"),
+        tuple(rows),
+        "Debate rounds are rounds 1 and later, summed over questions. Forwarded counts the previous round's "
+        "replies shown to agents, summed over agents; \"if all kept\" is the count that forwarding every reply "
+        "would give in the protocol's topology. A fallback is a filter selection that was invalid or empty, "
+        "so every reply was kept. Filter calls and their tokens are also counted in the overview's calls. "
+        "Kept diversity is the mean over rounds of the kept replies' mean pairwise diversity; ANLL and "
+        "perplexity are averaged over the turns that record them (log-probabilities asked). " + comparisons + ".",
+    )  # fmt: skip
+
+
 def _calibrations(task: TaskReport) -> list[tuple[ConditionReport, str, Calibration]]:
     out = []
     for c in task.conditions:
@@ -263,6 +296,8 @@ def sections(report: Report) -> list[Section]:
     out = []
     for task in report.tasks:
         tables = [overview(task), rounds_table(task), by_round_table(task)]
+        if (e := efficiency_table(task)) is not None:
+            tables.append(e)
         if task.pairs:
             tables += [pairs_table(task), round_difference_table(task)]
         tables += [transitions_table(task), steps_table(task), oracle_table(task), agents_table(task)]

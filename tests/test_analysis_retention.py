@@ -1,0 +1,192 @@
+"""Retention and efficiency in reports: runs of DAR, its baselines and standard debate with the scripted
+'numbers' model, and the figures checked by hand (and against the store) in the report, Markdown and HTML."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from moot.analysis import build_report
+from moot.analysis.html import report_html
+from moot.analysis.render import print_report, report_markdown
+from moot.analysis.report import ConditionReport, Report
+from moot.backends.base import GenerationRequest
+from moot.backends.scripted import SCRIPTED_MODELS, seeded_numbers
+from moot.runner.config import parse_experiment
+from moot.runner.experiment import RunOptions, run_experiment
+
+QUESTIONS = 2
+PICKED = "<b>keep</b> [1, 4]"  # the picky filter's reply: agents 1 and 4, with markup the report must escape
+RING = {0: [1, 3], 1: [0, 2], 2: [1, 3], 3: [0, 2]}  # ring k=1 over 4 agents, by hand
+FULL = {i: [j for j in range(4) if j != i] for i in range(4)}
+CONDITIONS = [
+    {"name": "single", "protocol": "single"},
+    {"name": "society", "protocol": "society"},  # 3 agents, round 0 and one debate round
+    {"name": "dar", "protocol": "dar"},  # 4 agents, full topology, rounds 0-2
+    {"name": "dar-distinct", "protocol": "dar-distinct"},
+    {"name": "mad-m2", "protocol": "mad-m2"},
+    {"name": "ring-distinct", "protocol": "dar-distinct", "topology": {"kind": "ring", "k": 1}},
+    {"name": "dar-picky", "protocol": "dar", "judge": {"backend": {"kind": "scripted", "model": "picky"}}},
+]
+
+
+def picky(request: GenerationRequest, index: int) -> str:
+    """A filter that always keeps agents 1 and 4 (otherwise the 'numbers' model)."""
+    if "choose a subset of agent_ids" in request.messages[-1].content:
+        return PICKED
+    return seeded_numbers(request, index)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    config = parse_experiment({
+        "name": "retention", "seeds": [0], "tasks": [{"name": "arithmetic", "count": QUESTIONS, "seed": 0}],
+        "agent": {"backend": {"kind": "scripted", "model": "numbers"}}, "conditions": CONDITIONS,
+    })  # fmt: skip
+    path = tmp_path_factory.mktemp("retention") / "run.sqlite"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(SCRIPTED_MODELS, "picky", picky)
+        asyncio.run(run_experiment(config, path, RunOptions()))
+    return path
+
+
+@pytest.fixture(scope="module")
+def report(run: Path) -> Report:
+    return build_report(run, resamples=200)
+
+
+def query(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql, args).fetchall()
+    finally:
+        db.close()
+
+
+def retention_records(path: Path, condition: str) -> list[dict[str, Any]]:
+    rows = query(path, "SELECT votes FROM results WHERE condition = ?", condition)
+    return [v["retention"] for (votes,) in rows for v in json.loads(votes) if v.get("retention")]
+
+
+def conditions(report: Report) -> dict[str, ConditionReport]:
+    (task,) = report.tasks
+    return {c.name: c for c in task.conditions}
+
+
+def test_dar_whose_filter_always_falls_back_forwards_every_reply(run: Path, report: Report) -> None:
+    e = conditions(report)["dar"].efficiency
+    assert e is not None and e.rules == ("dar",)
+    assert e.rounds == 2 * QUESTIONS  # rounds 1 and 2 of each question
+    assert (e.forwarded, e.forwarded_per_round, e.full, e.full_per_round) == (48, 12.0, 48, 12.0)  # 4 agents x 3 peers
+    assert e.fewer == 0.0 and e.comparison == "48 of 48 replies forwarded, 0.0% fewer than forwarding every reply"
+    assert e.fallbacks == e.rounds == 4  # "numbers" never answers with a list of ids
+    (calls, prompt, completion) = query(
+        run, "SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM calls "
+        "WHERE condition = 'dar' AND agent = 'filter'",
+    )[0]  # fmt: skip
+    assert e.filter_calls == calls == 2 * QUESTIONS  # one filter call per debate round
+    assert (e.filter_prompt_tokens, e.filter_completion_tokens) == (prompt, completion) and prompt > 0
+    diversities = [r["diversity"] for r in retention_records(run, "dar")]
+    assert e.diversity == pytest.approx(sum(diversities) / 4) and e.diversity_measure == "token jaccard"
+    ((mean_anll, turns, mean_perplexity),) = query(
+        run, "SELECT AVG(anll), COUNT(anll), AVG(perplexity) FROM turns WHERE condition = 'dar'"
+    )
+    assert turns == 4 * 3 * QUESTIONS and e.anll_turns == turns
+    assert e.anll == pytest.approx(mean_anll) and e.perplexity == pytest.approx(mean_perplexity)
+
+
+def test_filters_that_keep_fewer_replies_forward_fewer(run: Path, report: Report) -> None:
+    by_name = conditions(report)
+    m2 = by_name["mad-m2"].efficiency  # keeps the better half: 2 kept agents hear 1 reply, 2 others hear 2
+    assert m2 is not None and (m2.rules, m2.forwarded, m2.full, m2.fewer) == (("perplexity-top",), 24, 48, 0.5)
+    assert (m2.fallbacks, m2.filter_calls, m2.filter_prompt_tokens) == (0, 0, 0)
+    assert "50.0% fewer" in m2.comparison
+
+    distinct = by_name["dar-distinct"].efficiency
+    kept = [r["kept"] for r in retention_records(run, "dar-distinct")]
+    assert distinct is not None and distinct.rounds == len(kept) == 4
+    expected = sum(sum(1 for i in range(4) for j in FULL[i] if f"agent-{j + 1}" in k) for k in kept)
+    assert expected == sum(3 * len(k) for k in kept)  # full topology: each kept reply reaches the 3 others
+    assert distinct.forwarded == expected < 48 and distinct.full == 48
+    assert distinct.fewer == pytest.approx(1 - expected / 48) and distinct.filter_calls == 0
+
+    ring = by_name["ring-distinct"].efficiency  # the same filter on a ring: 4 x 2 peers if all were kept
+    kept = [r["kept"] for r in retention_records(run, "ring-distinct")]
+    expected = sum(sum(1 for i in range(4) for j in RING[i] if f"agent-{j + 1}" in k) for k in kept)
+    assert ring is not None and (ring.forwarded, ring.full) == (expected, 8 * 4)
+    assert ring.fewer == pytest.approx(1 - expected / 32)
+
+    picky = by_name["dar-picky"].efficiency  # agents 1 and 4 kept: 1 + 2 + 2 + 1 replies heard per round
+    assert picky is not None and (picky.forwarded, picky.full, picky.fewer, picky.fallbacks) == (24, 48, 0.5, 0)
+    assert picky.filter_calls == 2 * QUESTIONS
+
+
+def test_standard_debate_forwards_everything_and_single_has_no_retention(report: Report) -> None:
+    by_name = conditions(report)
+    society = by_name["society"].efficiency  # 3 agents x 2 peers, one debate round per question
+    assert society is not None and society.rules == ("all",)
+    assert (society.rounds, society.forwarded, society.full, society.fewer) == (QUESTIONS, 12, 12, 0.0)
+    assert (society.fallbacks, society.filter_calls, society.anll, society.anll_turns) == (0, 0, None, 0)
+    assert by_name["single"].efficiency is None
+    single = [t for t in report.transcripts if t.condition == "single"]
+    assert all(r.retention is None and all(turn.retained is None for turn in r.turns) for t in single for r in t.rounds)
+
+
+def test_transcripts_say_whom_each_agent_heard(run: Path, report: Report) -> None:
+    def first(condition: str) -> Any:
+        return next(t for t in report.transcripts if t.condition == condition)
+
+    dar = first("dar")
+    assert dar.rounds[0].retention is None and all(t.retained is None for t in dar.rounds[0].turns)
+    assert dar.rounds[1].retention is not None and dar.rounds[1].retention["fallback"] is True
+    assert [t.retained for t in dar.rounds[1].turns] == [
+        f"heard {others} (dar fallback: filter selection invalid or empty, kept all 4)"
+        for others in ("agent-2, agent-3, agent-4", "agent-1, agent-3, agent-4", "agent-1, agent-2, agent-4",
+                       "agent-1, agent-2, agent-3")
+    ]  # fmt: skip
+    assert all(t.anll is not None and t.perplexity is not None for r in dar.rounds for t in r.turns)
+
+    picky = first("dar-picky")
+    assert [t.retained for t in picky.rounds[2].turns] == [
+        "heard agent-4 (dar kept 2 of 4)", "heard agent-1, agent-4 (dar kept 2 of 4)",
+        "heard agent-1, agent-4 (dar kept 2 of 4)", "heard agent-1 (dar kept 2 of 4)",
+    ]  # fmt: skip
+    society = first("society")
+    assert society.rounds[1].turns[0].retained == "heard agent-2, agent-3 (all replies kept)"
+    m2 = first("mad-m2")
+    retention = m2.rounds[1].retention
+    assert retention is not None and len(retention["kept"]) == 2
+    for i, turn in enumerate(m2.rounds[1].turns):
+        heard = ", ".join(f"agent-{j + 1}" for j in FULL[i] if f"agent-{j + 1}" in retention["kept"])
+        assert turn.retained == f"heard {heard} (perplexity-top kept 2 of 4)"
+
+
+def test_markdown_and_terminal_show_the_efficiency_table(report: Report) -> None:
+    md = report_markdown(report)
+    assert "### Retention and efficiency" in md
+    assert "| dar | dar | 4 | 48 | 12.00 | 12.00 | 0.0% fewer | 4/4 = 1.000 | 4 |" in md
+    assert "| mad-m2 | perplexity-top | 4 | 24 | 6.00 | 12.00 | 50.0% fewer | 0/4 = 0.000 | 0 | 0 | 0 |" in md
+    assert "| society | all | 2 | 12 | 6.00 | 6.00 | 0.0% fewer | 0/2 = 0.000 | 0 | 0 | 0 |" in md
+    assert "| single |" not in md.split("### Retention and efficiency")[1].split("###")[0]
+    assert "society: 12 of 12 replies forwarded, 0.0% fewer than forwarding every reply" in md
+    console = Console(record=True, width=250)
+    print_report(report, console)
+    assert "Retention and efficiency" in console.export_text()
+
+
+def test_html_shows_the_table_retention_and_uncertainty_and_escapes_the_filter(report: Report) -> None:
+    page = report_html(report)
+    assert '<h3>Retention and efficiency</h3>' in page and 'data-key="efficiency"' in page
+    assert "<td>50.0% fewer</td>" in page
+    assert "heard agent-4 (dar kept 2 of 4)" in page
+    assert "heard agent-2, agent-3, agent-4 (dar fallback: filter selection invalid or empty, kept all 4)" in page
+    assert "retention <b>dar</b> · <span class=\"bad\">fallback</span>" in page
+    assert " · ANLL 0.4" in page and " · perplexity 1." in page
+    assert PICKED not in page and "&lt;b&gt;keep&lt;/b&gt; [1, 4]" in page  # the filter's reply is text
+    assert page.count("<script") == 1

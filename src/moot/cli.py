@@ -137,7 +137,13 @@ def run(
         list[str] | None,
         typer.Option("--protocol", "-p", help="Protocol preset (see `moot protocols`), repeatable for several conditions (default: society)."),
     ] = None,
-    task: Annotated[str | None, typer.Option("--task", "-t", help="Benchmark task (default: arithmetic).")] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="Benchmark task, see `moot tasks` (default: arithmetic).")
+    ] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(help='The task\'s questions from "hub" (Hugging Face) or a local JSONL/CSV file in its schema.'),
+    ] = None,
     questions: Annotated[int | None, typer.Option("--questions", "-q", help="Number of questions (default: 5).")] = None,
     agents: Agents = None,
     rounds: Rounds = None,
@@ -181,6 +187,7 @@ def run(
         "--tie-rule": tie_rule, "--backend": backend, "--model": model, "--base-url": base_url,
         "--api-key-env": api_key_env, "--temperature": temperature, "--top-p": top_p, "--max-tokens": max_tokens,
         "--seed": seed, "--system-prompt": system_prompt, "--threads": threads, "--context": context,
+        "--data": data,
     }  # fmt: skip
     if experiment is not None:
         given = [name for name, value in defining.items() if value is not None]
@@ -199,7 +206,7 @@ def run(
         config = ExperimentConfig(
             name=f"{'-'.join(protocols)}-{task_name}",
             seeds=(the_seed,),
-            tasks=(TaskSelection(name=task_name, count=questions or 5, seed=the_seed),),
+            tasks=(TaskSelection(name=task_name, data=data, count=questions or 5, seed=the_seed),),
             agent=template,
             conditions=tuple(_condition(p, agents, rounds, tie_rule) for p in protocols),
         )
@@ -437,6 +444,24 @@ def protocols_show(
     for key, value in spec.describe().items():
         table.add_row(key, escape(value))
     console.print(table)
+
+
+@app.command()
+@reports_errors
+def tasks() -> None:
+    """List the benchmark tasks with their offline data, licences and metrics."""
+    from moot.tasks.catalog import catalog
+
+    table = Table()
+    for column in ("task", "offline data", "licence", "metric", "source"):
+        table.add_column(column)
+    for row in catalog():
+        table.add_row(row.name, row.offline, row.licence, row.metric, row.source)
+    console.print(table)
+    console.print(
+        "[dim]--data hub reads the Hugging Face hub; --data FILE a JSONL or CSV file in the task's schema; "
+        "mmlu:<subject>[,<subject>], hh-rlhf:<subset> and chess-move:<depth> take an argument[/]"
+    )
 
 
 @app.command()

@@ -31,6 +31,7 @@ class TaskSelection(_Strict):
     """Which questions of a task: the first ``count`` of ``split`` in the order fixed by ``seed``, or explicit ``ids``."""
 
     name: str
+    data: str | None = Field(default=None, description='"hub", or a local JSONL/CSV file in the task\'s schema')
     split: str | None = None
     count: int | None = Field(default=None, ge=1)
     seed: int = 0
@@ -214,9 +215,14 @@ def resolve(config: ExperimentConfig) -> tuple[ResolvedCondition, ...]:
 
     for i, task in enumerate(config.tasks):
         try:
-            get_task(task.name)
+            built = get_task(task.name, task.data)
         except MootError as exc:
-            raise ConfigError(f"tasks.{i}.name: {exc}") from None
+            raise ConfigError(f"tasks.{i}: {exc}") from None
+        if getattr(built, "judge_scored", False):
+            raise ConfigError(
+                f"tasks.{i}: {task.name} is scored by an LLM fact judge (moot.tasks.biographies.judge_biography), "
+                "which experiments do not run yet; call it from Python"
+            )
     presets = resolve_presets(config.presets)
     return tuple(
         resolve_condition(c, config.agent, f"conditions.{i}", presets) for i, c in enumerate(config.conditions)
@@ -228,9 +234,16 @@ def results_fingerprint(config: ExperimentConfig, conditions: tuple[ResolvedCond
     return {
         "seeds": list(config.seeds),
         "share_round0": config.share_round0,
-        "tasks": [t.model_dump(mode="json") for t in config.tasks],
+        "tasks": [t.model_dump(mode="json") | {"data_sha256": _data_digest(t.data)} for t in config.tasks],
         "conditions": [c.model_dump(mode="json") for c in conditions],
     }
+
+
+def _data_digest(data: str | None) -> str | None:
+    """sha256 of a local data file, so that a changed file never resumes an old run."""
+    if data is None or data == "hub" or not Path(data).is_file():
+        return None
+    return hashlib.sha256(Path(data).read_bytes()).hexdigest()
 
 
 def fingerprint_hash(fingerprint: dict[str, Any]) -> str:

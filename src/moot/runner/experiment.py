@@ -137,10 +137,8 @@ class Experiment:
         self.conditions = resolve(config)
         self.fingerprint = results_fingerprint(config, self.conditions)
         self._store = self._open_existing()
-        self.tasks = {sel.name: get_task(sel.name) for sel in config.tasks}
-        self.questions = {
-            i: select_questions(self.tasks[sel.name], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)
-        }
+        self.tasks = {i: get_task(sel.name, sel.data) for i, sel in enumerate(config.tasks)}
+        self.questions = {i: select_questions(self.tasks[i], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)}
         self._backends: dict[BackendConfig, Backend] = {}
         self.agents: dict[str, list[Agent]] = {}
         self.judges: dict[str, Agent] = {}
@@ -175,14 +173,18 @@ class Experiment:
             "prompt_templates": prompt_template_hashes(),
             "round0_sharing": round0_sharing(self.conditions, self.config.share_round0),
             "topology_density": {c.name: c.protocol.topology.density(c.protocol.agents) for c in self.conditions},
+            "task_provenance": [
+                task.provenance() if hasattr(task, "provenance") else {"task": task.name, "source": "generated"}
+                for task in self.tasks.values()
+            ],
             "status": "created",
         }
         return RunStore.create(self.output, meta, {c.name: c.model_dump(mode="json") for c in self.conditions})
 
     def units(self) -> Iterator[Unit]:
         """Question-major order, so that conditions sharing round 0 ask for it at about the same time."""
-        for i, selection in enumerate(self.config.tasks):
-            task = self.tasks[selection.name]
+        for i in range(len(self.config.tasks)):
+            task = self.tasks[i]
             for seed in self.config.seeds:
                 for question in self.questions[i]:
                     for condition in self.conditions:

@@ -1,23 +1,111 @@
-"""Benchmarks: one module per task, plus shared answer extractors."""
+"""Benchmarks: one module per task, plus shared answer extractors.
+
+``get_task(name)`` builds a task reading its offline data (or generating its questions);
+``get_task(name, data="hub")`` reads the Hugging Face hub instead, and
+``get_task(name, data=PATH)`` (or ``load_local(task, PATH)``) a local JSONL or CSV file
+in the task's schema. Parametrised names: ``mmlu:<subject>[,<subject>...]``,
+``hh-rlhf:<subset>`` (e.g. harmless-base), ``chess-move:<depth>``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from moot.errors import ConfigError
+from moot.tasks.arc import ARCChallengeTask
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import Extraction, ParseStatus, Question, Task
+from moot.tasks.biographies import BiographiesTask
+from moot.tasks.chess_tasks import ChessMoveTask, ChessValidityTask
+from moot.tasks.csqa import CommonsenseQATask
+from moot.tasks.data import DataSource
+from moot.tasks.gpqa import GPQATask
+from moot.tasks.gsm8k import GSM8KTask
+from moot.tasks.hellaswag import HellaSwagTask
+from moot.tasks.hh_rlhf import HHRLHFTask
+from moot.tasks.mmlu import PRESETS, MMLUTask
+from moot.tasks.quality import QualityTask
 
 TASKS: dict[str, Callable[[], Task]] = {
     "arithmetic": ArithmeticTask,
+    "gsm8k": GSM8KTask,
+    "mmlu": MMLUTask,
+    **{name: (lambda name=name: MMLUTask(PRESETS[name], name=name)) for name in PRESETS},  # type: ignore[misc]
+    "csqa": CommonsenseQATask,
+    "hellaswag": HellaSwagTask,
+    "arc-challenge": ARCChallengeTask,
+    "gpqa": GPQATask,
+    "gpqa-diamond": lambda: GPQATask("diamond"),
+    "gpqa-extended": lambda: GPQATask("extended"),
+    "quality": QualityTask,
+    "quality-hard": lambda: QualityTask(hard=True),
+    "hh-rlhf": HHRLHFTask,
+    "biographies": BiographiesTask,
+    "chess-validity": ChessValidityTask,
+    "chess-move": ChessMoveTask,
 }
 
 
-def get_task(name: str) -> Task:
-    try:
-        return TASKS[name]()
-    except KeyError:
-        raise ConfigError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}") from None
+def _depth(argument: str) -> ChessMoveTask:
+    if not argument.isdigit() or int(argument) < 1:
+        raise ConfigError(f"chess-move:<depth> needs a positive integer depth, got {argument!r}")
+    return ChessMoveTask(depth=int(argument))
 
 
-__all__ = ["TASKS", "Extraction", "ParseStatus", "Question", "Task", "get_task"]
+# name:argument -> a task built from the argument
+PARAMETRISED: dict[str, Callable[[str], Task]] = {
+    "mmlu": lambda argument: MMLUTask([s.strip() for s in argument.split(",")]),
+    "hh-rlhf": lambda argument: HHRLHFTask(subset=argument),
+    "chess-move": _depth,
+}
+
+
+def load_local(task: Task, path: str | Path) -> Task:
+    """``task`` reading its questions from a local JSONL or CSV file in its schema.
+
+    The file is read and checked now: a missing field or a wrong type is a ConfigError
+    naming the file, the row and the field. Its only split is "file".
+    """
+    with_source: Any = getattr(task, "with_source", None)
+    if with_source is None:
+        raise ConfigError(f"task {task.name} generates its questions; it reads no data file")
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file")
+    loaded: Task = with_source(DataSource("file", str(path)))
+    loaded.items()  # type: ignore[attr-defined]
+    return loaded
+
+
+def load_hub(task: Task, repo: str | None = None) -> Task:
+    """``task`` reading the Hugging Face hub (``repo`` replaces its repository, e.g. a local copy)."""
+    with_source: Any = getattr(task, "with_source", None)
+    if with_source is None or getattr(task, "hub", None) is None:
+        raise ConfigError(f"task {task.name} has no Hugging Face hub dataset")
+    loaded: Task = with_source(DataSource("hub", repo))
+    return loaded
+
+
+def get_task(name: str, data: str | Path | None = None) -> Task:
+    """The task called ``name``; ``data``: None (offline or generated), "hub", or a local file."""
+    base, colon, argument = name.partition(":")
+    if colon and base in PARAMETRISED:
+        task = PARAMETRISED[base](argument)
+    elif name in TASKS:
+        task = TASKS[name]()
+    else:
+        known = ", ".join([*sorted(TASKS), *(f"{p}:..." for p in PARAMETRISED)])
+        raise ConfigError(f"unknown task {name!r}; known tasks: {known}")
+    if data is None:
+        return task
+    if str(data) == "hub":
+        return load_hub(task)
+    return load_local(task, data)
+
+
+__all__ = [
+    "PARAMETRISED", "TASKS", "Extraction", "ParseStatus", "Question", "Task",
+    "get_task", "load_hub", "load_local",
+]  # fmt: skip

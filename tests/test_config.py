@@ -97,11 +97,3 @@ def test_examples_are_valid() -> None:
     assert examples
     for path in examples:
         resolve(load_experiment(path))
-
-
-def test_tasks_scored_by_a_judge_are_refused_until_the_runner_calls_the_judge(tmp_path: Path) -> None:
-    people = tmp_path / "people.jsonl"
-    people.write_text('{"name": "Ada Quill", "facts": ["Ada Quill was born in 1901."]}\n')
-    config = parse_experiment({**MINIMAL, "tasks": [{"name": "biographies", "count": 1, "data": str(people)}]})
-    with pytest.raises(ConfigError, match="tasks.0: biographies is scored by an LLM fact judge"):
-        resolve(config)

@@ -264,3 +264,37 @@ def test_dar_runs_store_uncertainty_retention_and_filter_calls(tmp_path: Path) -
         assert all(r["fallback"] and r["forwarded"] == 4 * 3 for r in retention[1:])
     conditions, _ = summarize(RunStore.open(path))
     assert conditions[0].used_calls == conditions[0].calls == len(calls) == outcome.calls
+
+
+def test_biographies_are_scored_fact_by_fact_by_the_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    people = tmp_path / "people.jsonl"
+    people.write_text(
+        '{"name": "Ada Quill", "facts": ["Ada Quill was born in 1901.", "She built clocks.", "She lived in Oslo."]}\n'
+    )
+
+    def model(request: GenerationRequest, index: int) -> str:
+        prompt = request.messages[-1].content
+        if "Consider the following biography" in prompt:
+            fact = prompt.split("consistent with the fact below?")[1].split("Give a single word")[0]
+            return "Uncertain." if "Oslo" in fact else ("No." if "clocks" in fact else "Yes.")
+        return "- Ada Quill was born in 1901.\n- She repaired watches."
+
+    monkeypatch.setattr(experiment_module, "make_backend", lambda cfg: ScriptedBackend(model, "scripted:bio"))
+    config = parse_experiment(
+        {
+            "tasks": [{"name": "biographies", "count": 1, "data": str(people)}],
+            "agent": SCRIPTED,
+            "conditions": [{"name": "society", "protocol": "society", "agents": 2}],
+        }
+    )
+    path = tmp_path / "run.sqlite"
+    outcome = run(config, path)
+    (result,) = stored(path)
+    detail = json.loads(result["metric_detail"])
+    assert set(detail) == {"agent-1", "agent-2"}
+    assert detail["agent-1"]["verdicts"] == ["consistent", "inconsistent", "uncertain"]
+    assert result["metric"] == pytest.approx(2 / 4)  # pooled: 2 consistent, 2 inconsistent
+    judge_calls = [c for c in stored(path, "calls") if c["agent"].startswith("judge/")]
+    assert len(judge_calls) == 2 * 3 and outcome.calls == 2 * 2 + 6  # the judge's calls are counted
+    conditions, _ = summarize(RunStore.open(path))
+    assert conditions[0].metric == pytest.approx(0.5)

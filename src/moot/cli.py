@@ -314,12 +314,14 @@ def _print_question_table(exp: Any, rows: list[Any]) -> None:
 
 def _print_summary(conditions: list[Any], total: Any) -> None:
     table = Table(title="totals", title_justify="left")
-    for column in ("condition", "accuracy", "unparsed", "abstained", "errors", "rounds", "calls", "shared",
-                   "prompt tok", "compl. tok", "model time", "cost"):  # fmt: skip
+    scored = any(s.metric_count for s in conditions)
+    for column in ("condition", "accuracy", *(["task metric"] if scored else []), "unparsed", "abstained", "errors",
+                   "rounds", "calls", "shared", "prompt tok", "compl. tok", "model time", "cost"):  # fmt: skip
         table.add_column(column, justify="left" if column == "condition" else "right")
     for s in [*conditions, total]:
+        metric = [("—" if s.metric is None else f"{s.metric:.3f}")] if scored else []
         table.add_row(
-            s.name, f"{s.correct}/{s.questions} ({s.accuracy:.0%})", str(s.unparsed), str(s.abstained),
+            s.name, f"{s.correct}/{s.questions} ({s.accuracy:.0%})", *metric, str(s.unparsed), str(s.abstained),
             str(s.errors), f"{s.rounds / s.questions:.2f}" if s.questions else "—", str(s.calls),
             str(s.used_calls - s.calls), f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}", f"{s.latency_s:.1f} s",
             "n/a" if s.cost is None else f"${s.cost:.4f}", end_section=s is conditions[-1],
@@ -328,7 +330,9 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
     console.print(
         "[dim]calls, tokens, model time and cost are what each condition paid for; 'shared' counts the calls its "
         "debates reused from another condition (round 0) or an earlier identical call; rounds is the mean; "
-        "cost needs \\[prices] in the experiment file[/]"
+        "cost needs \\[prices] in the experiment file"
+        + ("; task metric: the task's own score (biographies: fact precision by the judge), mean over questions" if scored else "")
+        + "[/]"
     )
 
 

@@ -87,9 +87,13 @@ class RecordingCaller(Caller):
 
     async def call(self, backend: Backend, request: GenerationRequest, *, agent: str, round: int) -> Reply:
         place = self._place | {
-            "agent": agent, "round": round, "backend": backend.name, "model_name": self._model_names[agent],
+            "agent": agent, "round": round, "backend": backend.name, "model_name": self._model_name(agent),
         }  # fmt: skip
         key, reply = await self._cache.call(backend, request, place)
         self.keys[(round, agent)] = key
         self.usage.add(reply)
         return reply
+
+    def _model_name(self, agent: str) -> str:
+        """The speaker's model; a scorer's calls ("judge/agent-1:fact-0") belong to the judge's."""
+        return self._model_names.get(agent) or self._model_names[agent.split("/")[0]]

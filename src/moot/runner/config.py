@@ -215,14 +215,9 @@ def resolve(config: ExperimentConfig) -> tuple[ResolvedCondition, ...]:
 
     for i, task in enumerate(config.tasks):
         try:
-            built = get_task(task.name, task.data)
+            get_task(task.name, task.data)
         except MootError as exc:
             raise ConfigError(f"tasks.{i}: {exc}") from None
-        if getattr(built, "judge_scored", False):
-            raise ConfigError(
-                f"tasks.{i}: {task.name} is scored by an LLM fact judge (moot.tasks.biographies.judge_biography), "
-                "which experiments do not run yet; call it from Python"
-            )
     presets = resolve_presets(config.presets)
     return tuple(
         resolve_condition(c, config.agent, f"conditions.{i}", presets) for i, c in enumerate(config.conditions)

@@ -32,6 +32,7 @@ from moot.debate.engine import (
 from moot.debate.records import DebateResult
 from moot.errors import ConfigError
 from moot.models import DEFAULT_MODEL
+from moot.calls import Caller
 from moot.runner.cache import CallCache, RecordingCaller
 from moot.runner.config import (
     ExperimentConfig,
@@ -126,6 +127,26 @@ def round0_sharing(conditions: tuple[ResolvedCondition, ...], share: bool) -> di
         ]
         for c in conditions
     }
+
+
+async def _judge_scores(unit: Unit, result: DebateResult, scorer: Agent, caller: Caller) -> tuple[float | None, Any]:
+    """A judge-scored task (biographies): the judge rates every agent's last reply fact by fact (Du et
+    al. judge each agent's final biography); the metric pools the verdicts over agents."""
+    from moot.tasks.biographies import Verdict, judge_biography
+
+    scores = {}
+    for turn in result.rounds[-1].turns:
+        scores[turn.agent] = await judge_biography(
+            turn.text, unit.question, scorer.backend, caller, agent=f"{JUDGE_NAME}/{turn.agent}",
+            round=result.rounds_used, seed=unit.seed,
+        )  # fmt: skip
+    yes = sum(s.count(Verdict.CONSISTENT) for s in scores.values())
+    no = sum(s.count(Verdict.INCONSISTENT) for s in scores.values())
+    detail = {
+        agent: {"verdicts": [v.value for v in s.verdicts], "precision": s.precision, "calls": s.calls}
+        for agent, s in scores.items()
+    }
+    return (yes / (yes + no) if yes + no else None), detail
 
 
 class Experiment:
@@ -275,15 +296,19 @@ class Experiment:
                 "condition": unit.condition.name, "task": unit.task.name,
                 "question_id": unit.question.id, "seed": unit.seed,
             }  # fmt: skip
+            scorer = judge_agent or agents[0]  # the model that judges a judge-scored task's replies
             names = {a.name: model_name(a.spec.backend) for a in agents}
-            if judge_agent is not None:  # the judge agent also speaks as Liang's moderator
-                names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME, FILTER_NAME), model_name(judge_agent.spec.backend))
+            # the helper agent speaks as judge, Liang's moderator, a retention filter or a task's scorer
+            names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME, FILTER_NAME), model_name(scorer.spec.backend))
             caller = RecordingCaller(cache, place, names)
             result = await run_debate(
                 unit.question, unit.task, unit.condition.protocol, agents, caller=caller, seed=unit.seed,
                 judge=judge_agent,
             )  # fmt: skip
-            self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys)
+            metric, detail = None, None
+            if getattr(unit.task, "judge_scored", False) and result.rounds:
+                metric, detail = await _judge_scores(unit, result, scorer, caller)
+            self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys, metric, detail)
             if on_result is not None:
                 on_result(unit, result)
 

@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS results (
   condition TEXT NOT NULL, task TEXT NOT NULL, question_id TEXT NOT NULL, seed INTEGER NOT NULL,
   final_answer TEXT, status TEXT NOT NULL, correct INTEGER NOT NULL, rounds_used INTEGER NOT NULL,
   stop_reason TEXT NOT NULL, error TEXT, votes TEXT NOT NULL, final_judge TEXT, session INTEGER NOT NULL,
-  PRIMARY KEY (condition, task, question_id, seed));
+  metric REAL, metric_detail TEXT, PRIMARY KEY (condition, task, question_id, seed));
 CREATE TABLE IF NOT EXISTS sessions (
   id INTEGER PRIMARY KEY, started_at REAL NOT NULL, finished_at REAL, status TEXT NOT NULL,
   calls INTEGER NOT NULL DEFAULT 0, cached INTEGER NOT NULL DEFAULT 0, options TEXT NOT NULL);
@@ -240,9 +240,13 @@ class RunStore:
         return {(c, t, q, s): status for c, t, q, s, status in rows}
 
     def add_result(
-        self, condition: str, task: str, seed: int, result: DebateResult, call_keys: dict[tuple[int, str], str]
-    ) -> None:
-        """Store a question's turns and result in one transaction (replacing an earlier error result)."""
+        self, condition: str, task: str, seed: int, result: DebateResult, call_keys: dict[tuple[int, str], str],
+        metric: float | None = None, metric_detail: Any = None,
+    ) -> None:  # fmt: skip
+        """Store a question's turns and result in one transaction (replacing an earlier error result).
+
+        ``metric`` is a task's own score where accuracy does not apply (biographies: fact precision),
+        with ``metric_detail`` (JSON-serialisable) behind it."""
         q = result.question
         where = (condition, task, q.id, seed)
         with self._transaction() as db:
@@ -265,9 +269,10 @@ class RunStore:
             ]  # fmt: skip
             final_judge = json.dumps(asdict(result.final_judge)) if result.final_judge else None
             db.execute(
-                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (*where, result.final_answer, result.status.value, int(result.correct), result.rounds_used,
-                 result.stop_reason, result.error, json.dumps(votes), final_judge, self.session),
+                 result.stop_reason, result.error, json.dumps(votes), final_judge, self.session, metric,
+                 json.dumps(metric_detail) if metric_detail is not None else None),
             )  # fmt: skip
 
     @staticmethod

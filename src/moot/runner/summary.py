@@ -32,10 +32,17 @@ class ConditionSummary:
     used_prompt_tokens: int = 0
     used_completion_tokens: int = 0
     unpriced: set[str] = field(default_factory=set)
+    metric_sum: float = 0.0  # a task's own score (biographies: fact precision), where it applies
+    metric_count: int = 0
 
     @property
     def accuracy(self) -> float:
         return self.correct / self.questions if self.questions else 0.0
+
+    @property
+    def metric(self) -> float | None:
+        """The mean of the task's own score over the questions that have one."""
+        return self.metric_sum / self.metric_count if self.metric_count else None
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,9 @@ def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary
         s.unparsed += r["status"] == "unparsed"
         s.abstained += r["status"] == "abstained"
         s.errors += r["status"] == "error"
+        if r["metric"] is not None:
+            s.metric_sum += r["metric"]
+            s.metric_count += 1
         votes = json.loads(r["votes"])
         verdicts = [v["judge"] for v in votes if v.get("judge")]
         for v in votes:  # filter calls of a retention rule are used by the debate too
@@ -98,7 +108,7 @@ def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary
                 s.cost += (c["prompt_tokens"] * price["prompt"] + c["completion_tokens"] * price["completion"]) / 1e6
     for s in [*by_name.values()]:
         for attr in ("questions", "correct", "unparsed", "abstained", "errors", "rounds", "used_calls",
-                     "used_prompt_tokens", "used_completion_tokens"):  # fmt: skip
+                     "used_prompt_tokens", "used_completion_tokens", "metric_sum", "metric_count"):  # fmt: skip
             setattr(total, attr, getattr(total, attr) + getattr(s, attr))
     for s in [*by_name.values(), total]:
         if s.unpriced:
@@ -143,6 +153,7 @@ def summary_json(store: RunStore) -> dict[str, Any]:
     def as_dict(s: ConditionSummary) -> dict[str, Any]:
         d = {k: v for k, v in s.__dict__.items() if k != "unpriced"}
         d["accuracy"] = s.accuracy
+        d["metric"] = s.metric
         d["unpriced_models"] = sorted(s.unpriced)
         return d
     return json.loads(json.dumps({"conditions": [as_dict(c) for c in conditions], "total": as_dict(total)}))

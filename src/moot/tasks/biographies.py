@@ -73,7 +73,7 @@ class BiographiesTask(DatasetTask):
     version = "Du et al. biography/article.json (524 people)"
     offline_note = "not shipped (local article.json)"
     metric = "fact precision (LLM judge: consistent / (consistent + inconsistent))"
-    # Scored by judge_biography after a debate, not by score(): `moot run` refuses it until the runner calls it.
+    # Scored by judge_biography after a debate, not by score(): the runner calls it (moot.runner.experiment).
     judge_scored = True
     answer_instruction = "Give your answer as a bullet point biography, with each fact separated with a new line character."
 

@@ -93,7 +93,8 @@ def test_dar_whose_filter_always_falls_back_forwards_every_reply(run: Path, repo
     assert e.filter_calls == calls == 2 * QUESTIONS  # one filter call per debate round
     assert (e.filter_prompt_tokens, e.filter_completion_tokens) == (prompt, completion) and prompt > 0
     diversities = [r["diversity"] for r in retention_records(run, "dar")]
-    assert e.diversity == pytest.approx(sum(diversities) / 4) and e.diversity_measure == "token jaccard"
+    measures = {r["diversity_measure"] for r in retention_records(run, "dar")}
+    assert e.diversity == pytest.approx(sum(diversities) / 4) and {e.diversity_measure} == measures
     ((mean_anll, turns, mean_perplexity),) = query(
         run, "SELECT AVG(anll), COUNT(anll), AVG(perplexity) FROM turns WHERE condition = 'dar'"
     )

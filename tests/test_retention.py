@@ -152,3 +152,33 @@ def test_logprob_protocols_refuse_backends_without_logprobs() -> None:
     with pytest.raises(ConfigError, match="needs log-probabilities, but agent agent-1's backend"):
         resolve(config)
     assert BackendConfig(kind="openai").logprobs
+
+
+def test_retained_diversity_uses_minilm_when_installed_and_jaccard_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moot.debate import embeddings
+    from moot.debate.diversity import diversity_measure, text_diversity
+
+    texts = ["The cat sat on the mat.", "A cat is sitting on a mat.", "Quantum chromodynamics describes quarks."]
+    assert embeddings.available()  # the test extra installs it
+    measure, name = diversity_measure()
+    assert name == "1 - cosine, all-MiniLM-L6-v2"
+    value = measure(texts)
+    sims = embeddings.pairwise_similarity(texts)
+    assert sims[0][1] > 0.8 > 0.2 > sims[0][2]  # paraphrases are close, unrelated text is far
+    assert value == pytest.approx(((1 - sims[0][1]) + (1 - sims[0][2]) + (1 - sims[1][2])) / 3)
+    monkeypatch.setattr(embeddings, "available", lambda: False)
+    measure, name = diversity_measure()
+    assert name == "1 - token jaccard" and measure(texts) == pytest.approx(text_diversity(texts))
+
+
+async def test_diverse_initialisation_can_use_embedding_similarity() -> None:
+    agents = scripted_agents(
+        ["The total is 10 after adding.", "The cat sat on the mat: 10", "r 1"],
+        ["We add and get 10 in total.", "Quantum fields give 10", "r 2"],
+    )
+    protocol = resolve_protocol("diverse", agents=2, components={"similarity": "embedding"})
+    result = await run_debate(QUESTION, TASK, protocol, agents, caller=Caller())
+    pool = result.rounds[0].pool
+    assert pool is not None and pool.answers == ("10", "10", "10", "10")
+    # no new answer after the first: the candidate least like it by meaning, not by shared tokens
+    assert pool.selected[0] == 0 and pool.selected[1] in (2, 3)

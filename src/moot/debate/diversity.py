@@ -68,3 +68,21 @@ def text_diversity(texts: Sequence[str], similarity: Similarity = jaccard) -> fl
     if not pairs:
         return 0.0
     return sum(1 - similarity(texts[i], texts[j]) for i, j in pairs) / len(pairs)
+
+
+def diversity_measure() -> tuple[Callable[[Sequence[str]], float], str]:
+    """DAR's measure of retained diversity: mean pairwise 1 - cosine of MiniLM embeddings when the
+    embeddings extra is installed, else mean pairwise 1 - token Jaccard; with the measure's name."""
+    from moot.debate import embeddings
+
+    if embeddings.available():
+        return embeddings.embedding_diversity, embeddings.MEASURE
+    return text_diversity, "1 - token jaccard"
+
+
+def similarity_function(name: str) -> Similarity:
+    if name == "embedding":
+        from moot.debate.embeddings import embedding_similarity
+
+        return embedding_similarity
+    return jaccard

@@ -11,7 +11,14 @@ from moot.calls import Caller
 from moot.debate.agents import Agent
 from moot.debate.aggregation import majority_vote, weighted_vote
 from moot.debate.confidence import confidence_instruction, split_confidence
-from moot.debate.diversity import Candidate, answer_diversity, select_diverse, text_diversity
+from moot.debate.diversity import (
+    Candidate,
+    answer_diversity,
+    diversity_measure,
+    select_diverse,
+    similarity_function,
+    text_diversity,
+)
 from moot.debate import liang
 from moot.debate.judge import judge_messages, read_judge
 from moot.debate.prompts import (
@@ -125,7 +132,8 @@ async def _diverse_round0(
     ]  # fmt: skip
     candidates = await asyncio.gather(*calls)
     texts = [c.text for c in candidates]
-    chosen = select_diverse([Candidate(c.text, c.answer) for c in candidates], n)
+    similarity = similarity_function(protocol.similarity)
+    chosen = select_diverse([Candidate(c.text, c.answer) for c in candidates], n, similarity)
     turns = [
         replace(candidates[j], agent=agents[i].name, shown=tuple(histories[i]), seed=candidates[j].seed)
         for i, j in enumerate(chosen)
@@ -137,7 +145,7 @@ async def _diverse_round0(
         sources=tuple(c.agent for c in candidates),
         selected=tuple(chosen),
         answer_diversity=distinct,
-        text_diversity=text_diversity([texts[j] for j in chosen]),
+        text_diversity=text_diversity([texts[j] for j in chosen], similarity),
         prompt_tokens=sum(c.prompt_tokens for c in candidates),
         completion_tokens=sum(c.completion_tokens for c in candidates),
     )
@@ -278,11 +286,12 @@ async def _retain(
         kept = retention.parse_ids(text, n)
     fallback = kept is None
     chosen = list(range(n)) if kept is None else kept
+    measure, measure_name = diversity_measure()
     record = RetentionRecord(
         rule=protocol.retention, kept=tuple(turns[i].agent for i in chosen), fallback=fallback, forwarded=0,
         filter_text=text, filter_calls=calls, filter_prompt_tokens=prompt_tokens,
-        filter_completion_tokens=completion_tokens, diversity=text_diversity([turns[i].text for i in chosen]),
-        diversity_measure="token jaccard",
+        filter_completion_tokens=completion_tokens, diversity=measure([turns[i].text for i in chosen]),
+        diversity_measure=measure_name,
     )  # fmt: skip
     return set(chosen), record
 

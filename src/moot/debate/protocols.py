@@ -44,6 +44,9 @@ class ProtocolSpec(BaseModel):
         "greedily keep the agents-many that add most answer diversity (Zhu et al.)",
     )
     pool_size: int | None = Field(default=None, ge=1, description="diverse: candidates sampled (default 2 x agents)")
+    similarity: Literal["jaccard", "embedding"] = Field(
+        default="jaccard", description="diverse: text similarity, token Jaccard or MiniLM embeddings (an extra)"
+    )
     confidence: bool = Field(
         default=False, description="agents state a 0..confidence_scale confidence, shown to peers (Zhu et al.)"
     )
@@ -137,7 +140,8 @@ class ProtocolSpec(BaseModel):
             "topology": f"{topology}, density {t.density(self.agents):.2f}" if self.style == "peers" else "roles",
             "history": self.history,
             "peer rendering": self.rendering,
-            "initializer": self.initializer + (f" (pool of {self.pool})" if self.initializer == "diverse" else ""),
+            "initializer": self.initializer
+            + (f" (pool of {self.pool}, {self.similarity} similarity)" if self.initializer == "diverse" else ""),
             "confidence": f"stated on 0-{self.confidence_scale}, shown to peers" if self.confidence else "not asked",
             "retention": self.retention + (f" ({self.retain_fraction:.0%})" if self.retention == "perplexity-top" else ""),
             "cues": ", ".join(c for c, on in (("uncertainty (ANLL)", self.uncertainty_cue), ("last vote", self.vote_cue)) if on)
@@ -258,7 +262,8 @@ PRESETS: dict[str, ProtocolSpec] = {
 }
 
 COMPONENT_FIELDS = (
-    "topology", "history", "rendering", "style", "initializer", "pool_size", "confidence", "confidence_scale",
+    "topology", "history", "rendering", "style", "initializer", "pool_size", "similarity", "confidence",
+    "confidence_scale",
     "uncertainty_cue", "vote_cue", "retention", "retain_fraction", "stopping", "aggregation", "tie_rule",
 )  # fmt: skip
 
@@ -296,4 +301,9 @@ def resolve_protocol(
         where = ".".join(map(str, first["loc"])) or "protocol"
         raise ConfigError(f"protocol setting {where}: {first['msg'].removeprefix('Value error, ')}") from None
     spec.topology.validate_for(spec.agents)
+    if spec.similarity == "embedding":
+        from moot.debate import embeddings
+
+        if not embeddings.available():
+            raise ConfigError("similarity 'embedding' needs the embeddings extra: pip install 'moot[embeddings]'")
     return spec

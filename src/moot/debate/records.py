@@ -75,7 +75,7 @@ class PoolRecord:
     sources: tuple[str, ...]  # the agent whose call produced each candidate
     selected: tuple[int, ...]  # pool indices given to agents 1..N, in order
     answer_diversity: float  # distinct answers / N among the selected
-    text_diversity: float  # mean pairwise 1 - Jaccard among the selected
+    text_diversity: float  # mean pairwise 1 - similarity (the protocol's) among the selected
     prompt_tokens: int
     completion_tokens: int
 
@@ -93,7 +93,7 @@ class RetentionRecord:
     filter_prompt_tokens: int
     filter_completion_tokens: int
     diversity: float  # mean pairwise 1 - similarity of the kept replies
-    diversity_measure: str
+    diversity_measure: str  # MiniLM cosine when the embeddings extra is installed, else token Jaccard
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ class ProtocolOverrides(_Strict):
     style: Literal["peers", "liang"] | None = None
     initializer: Literal["independent", "diverse"] | None = None
     pool_size: int | None = Field(default=None, ge=1)
+    similarity: Literal["jaccard", "embedding"] | None = None
     confidence: bool | None = None
     confidence_scale: int | None = Field(default=None, ge=1)
     stopping: Stopping | None = None

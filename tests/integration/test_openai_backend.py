@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tests.integration.servers import SERVER_KEY, SERVER_KEY_ENV, free_port
 
 from moot.backends.base import BackendConfig, GenerationRequest, Message
 from moot.backends.openai_api import OpenAIBackend
@@ -13,7 +12,9 @@ from moot.calls import Caller
 from moot.debate import FinalStatus, Sampling, resolve_protocol, run_debate
 from moot.errors import BackendError, ConfigError
 from moot.runner.evaluate import build_agents, close_agents, uniform_agents
+from moot.seeds import derive_seed
 from moot.tasks import ParseStatus, get_task
+from tests.integration.servers import SERVER_KEY, SERVER_KEY_ENV, FaultProxy, free_port
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 
@@ -53,7 +54,12 @@ async def test_real_two_agent_two_round_debate_over_http(llama_server: str, key:
 
 
 async def test_samples_logprobs_and_seeds(llama_server: str, key: None) -> None:
-    backend = OpenAIBackend(config(llama_server, model="qwen-test"))
+    """What goes over the wire (recorded by a pass-through proxy): one n=1 request per sample, sample 0
+    with the request's seed and sample 1 with the derived one; what comes back: a reply per sample with
+    the log-probability of every generated token. (Whether two greedy requests give the same text
+    depends on the server's batching and prompt cache, so it is not asserted here.)"""
+    proxy = FaultProxy(llama_server)
+    backend = OpenAIBackend(config(proxy.url, model="qwen-test"))
     try:
         reply = await backend.generate(
             GenerationRequest(messages=HELLO, n=2, max_tokens=24, temperature=0.0, seed=3, logprobs=True)
@@ -64,13 +70,16 @@ async def test_samples_logprobs_and_seeds(llama_server: str, key: None) -> None:
             assert len(sample.logprobs) == sample.completion_tokens
             assert "".join(lp.token for lp in sample.logprobs) == sample.text
             assert sample.finish_reason in ("stop", "length")
-        # temperature 0 is reproducible on llama-server
-        assert reply.samples[0].text == reply.samples[1].text
+        sent = sorted(proxy.bodies, key=lambda b: b["seed"] != 3)
+        assert [b["seed"] for b in sent] == [3, derive_seed(3, 1)]
+        assert all(b["n"] == 1 and b["logprobs"] is True and b["temperature"] == 0.0 for b in sent)
+        assert all(b["messages"] == [{"role": "user", "content": HELLO[0].content}] for b in sent)
         plain = await backend.generate(GenerationRequest(messages=HELLO, max_tokens=24, temperature=0.0, seed=3))
-        assert plain.samples[0].logprobs is None
-        assert plain.samples[0].text == reply.samples[0].text
+        assert plain.samples[0].logprobs is None and plain.samples[0].text
+        assert "logprobs" not in proxy.bodies[-1] and proxy.bodies[-1]["seed"] == 3
     finally:
         await backend.aclose()
+        proxy.close()
 
 
 async def test_the_api_key_comes_from_the_environment_only(

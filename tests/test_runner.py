@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
 import json
 import sqlite3
 from pathlib import Path
@@ -14,12 +15,14 @@ import pytest
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend, seeded_numbers
 from moot.errors import BackendError, ConfigError
-from moot.runner import experiment as experiment_module
 from moot.runner.config import parse_experiment
 from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.export import export_table
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
 from moot.runner.summary import question_rows, summarize
+
+# the module (moot.runner re-exports a function of the same name)
+evaluate_module = importlib.import_module("moot.runner.evaluate")
 
 SCRIPTED = {"backend": {"kind": "scripted", "model": "numbers"}}
 
@@ -168,7 +171,7 @@ def test_failed_questions_are_stored_as_errors_and_retried_on_request(
             raise BackendError("server answered HTTP 500: boom")
         return seeded_numbers(request, index)
 
-    monkeypatch.setattr(experiment_module, "make_backend", lambda cfg: ScriptedBackend(flaky, "scripted:numbers"))
+    monkeypatch.setattr(evaluate_module, "make_backend", lambda cfg: ScriptedBackend(flaky, "scripted:numbers"))
     path = tmp_path / "run.sqlite"
     config = experiment(THREE)
     first = run(config, path)
@@ -279,7 +282,7 @@ def test_biographies_are_scored_fact_by_fact_by_the_judge(tmp_path: Path, monkey
             return "Uncertain." if "Oslo" in fact else ("No." if "clocks" in fact else "Yes.")
         return "- Ada Quill was born in 1901.\n- She repaired watches."
 
-    monkeypatch.setattr(experiment_module, "make_backend", lambda cfg: ScriptedBackend(model, "scripted:bio"))
+    monkeypatch.setattr(evaluate_module, "make_backend", lambda cfg: ScriptedBackend(model, "scripted:bio"))
     config = parse_experiment(
         {
             "tasks": [{"name": "biographies", "count": 1, "data": str(people)}],

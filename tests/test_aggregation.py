@@ -1,6 +1,6 @@
 """Majority vote and its tie rules."""
 
-from moot.debate.aggregation import majority_vote
+from moot.debate.components.aggregation import majority_vote
 
 
 def test_plurality_ignores_unparsed() -> None:

@@ -24,7 +24,7 @@ from moot.analysis.html import SCRIPT, report_html
 from moot.analysis.render import print_report, report_markdown
 from moot.analysis.report import Report
 from moot.analysis.stats import holm, mcnemar_exact, wilson
-from moot.debate.aggregation import majority_vote
+from moot.debate.components.aggregation import majority_vote
 from moot.runner.store import RunStore
 from tests.fixtures.analysis_run import PAYLOAD, PRICE, QUESTIONS, make_run
 
@@ -149,8 +149,15 @@ def test_markdown_and_terminal_tables(report: Report) -> None:
     single = report.tasks[0].conditions[0]
     row = f"| single | single | {QUESTIONS} | {single.accuracy.successes} |"
     assert row in md
-    titles = ("Accuracy and cost", "Paired accuracy comparisons", "Paired differences in rounds used",
-              "Round 0 to final answer", "Oracle accuracy", "Per-agent answer changes", "Round-0 diversity")
+    titles = (
+        "Accuracy and cost",
+        "Paired accuracy comparisons",
+        "Paired differences in rounds used",
+        "Round 0 to final answer",
+        "Oracle accuracy",
+        "Per-agent answer changes",
+        "Round-0 diversity",
+    )
     for title in titles:
         assert f"### {title}" in md
     assert "Calibration" not in md and "Cochran's Q over all conditions" in md
@@ -181,8 +188,8 @@ def test_confidences_and_judges_make_calibration_appear(run: Path, tmp_path: Pat
     for name, config in db.execute("SELECT name, config FROM conditions").fetchall():
         config = json.loads(config)
         config["protocol"] |= {"confidence": True, "confidence_scale": 10}
-        if name == "society":
-            config["protocol"]["aggregation"] = "judge"
+        if name == "society":  # a judge's answer needs a judge after each round
+            config["protocol"] |= {"aggregation": "judge", "stopping": {"kind": "judge"}}
         db.execute("UPDATE conditions SET config = ? WHERE name = ?", (json.dumps(config), name))
     db.execute("UPDATE turns SET confidence = CASE WHEN correct = 1 THEN 6 + round ELSE 4 + round * 2 END")
     gold = dict(db.execute("SELECT question_id, gold FROM questions").fetchall())
@@ -190,10 +197,25 @@ def test_confidences_and_judges_make_calibration_appear(run: Path, tmp_path: Pat
         rounds = json.loads(votes)
         for r in rounds:  # the judge names the gold answer after round 1 only
             answer = gold[qid] if r["round"] == 1 else "-1"
-            r["judge"] = {"answer": answer, "confidence": 90 if r["round"] == 1 else 75, "text": "<i>judged</i>"}
+            r["judge"] = {
+                "answer": answer,
+                "confidence": 90 if r["round"] == 1 else 75,
+                "text": "<i>judged</i>",
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "latency_s": 0.0,
+            }
             if r["round"] == 0:  # a diversity-aware round 0: three candidates, two retained
-                r["pool"] = {"texts": ["<u>a</u> 5", "b 7", "c 9"], "answers": ["5", "7", "9"],
-                             "sources": ["agent-1", "agent-2", "agent-1"], "selected": [2, 0]}  # fmt: skip
+                r["pool"] = {
+                    "texts": ["<u>a</u> 5", "b 7", "c 9"],
+                    "answers": ["5", "7", "9"],
+                    "sources": ["agent-1", "agent-2", "agent-1"],
+                    "selected": [2, 0],
+                    "answer_diversity": 1.0,
+                    "text_diversity": 0.5,
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                }
         db.execute(
             "UPDATE results SET votes = ? WHERE condition = ? AND question_id = ?", (json.dumps(rounds), condition, qid)
         )

@@ -45,10 +45,15 @@ def picky(request: GenerationRequest, index: int) -> str:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    config = parse_experiment({
-        "name": "retention", "seeds": [0], "tasks": [{"name": "arithmetic", "count": QUESTIONS, "seed": 0}],
-        "agent": {"backend": {"kind": "scripted", "model": "numbers"}}, "conditions": CONDITIONS,
-    })  # fmt: skip
+    config = parse_experiment(
+        {
+            "name": "retention",
+            "seeds": [0],
+            "tasks": [{"name": "arithmetic", "count": QUESTIONS, "seed": 0}],
+            "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
+            "conditions": CONDITIONS,
+        }
+    )
     path = tmp_path_factory.mktemp("retention") / "run.sqlite"
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(SCRIPTED_MODELS, "picky", picky)
@@ -87,9 +92,10 @@ def test_dar_whose_filter_always_falls_back_forwards_every_reply(run: Path, repo
     assert e.fewer == 0.0 and e.comparison == "48 of 48 replies forwarded, 0.0% fewer than forwarding every reply"
     assert e.fallbacks == e.rounds == 4  # "numbers" never answers with a list of ids
     (calls, prompt, completion) = query(
-        run, "SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM calls "
+        run,
+        "SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM calls "
         "WHERE condition = 'dar' AND agent = 'filter'",
-    )[0]  # fmt: skip
+    )[0]
     assert e.filter_calls == calls == 2 * QUESTIONS  # one filter call per debate round
     assert (e.filter_prompt_tokens, e.filter_completion_tokens) == (prompt, completion) and prompt > 0
     diversities = [r["diversity"] for r in retention_records(run, "dar")]
@@ -145,26 +151,32 @@ def test_transcripts_say_whom_each_agent_heard(run: Path, report: Report) -> Non
 
     dar = first("dar")
     assert dar.rounds[0].retention is None and all(t.retained is None for t in dar.rounds[0].turns)
-    assert dar.rounds[1].retention is not None and dar.rounds[1].retention["fallback"] is True
+    assert dar.rounds[1].retention is not None and dar.rounds[1].retention.fallback is True
     assert [t.retained for t in dar.rounds[1].turns] == [
         f"heard {others} (dar fallback: filter selection invalid or empty, kept all 4)"
-        for others in ("agent-2, agent-3, agent-4", "agent-1, agent-3, agent-4", "agent-1, agent-2, agent-4",
-                       "agent-1, agent-2, agent-3")
-    ]  # fmt: skip
+        for others in (
+            "agent-2, agent-3, agent-4",
+            "agent-1, agent-3, agent-4",
+            "agent-1, agent-2, agent-4",
+            "agent-1, agent-2, agent-3",
+        )
+    ]
     assert all(t.anll is not None and t.perplexity is not None for r in dar.rounds for t in r.turns)
 
     picky = first("dar-picky")
     assert [t.retained for t in picky.rounds[2].turns] == [
-        "heard agent-4 (dar kept 2 of 4)", "heard agent-1, agent-4 (dar kept 2 of 4)",
-        "heard agent-1, agent-4 (dar kept 2 of 4)", "heard agent-1 (dar kept 2 of 4)",
-    ]  # fmt: skip
+        "heard agent-4 (dar kept 2 of 4)",
+        "heard agent-1, agent-4 (dar kept 2 of 4)",
+        "heard agent-1, agent-4 (dar kept 2 of 4)",
+        "heard agent-1 (dar kept 2 of 4)",
+    ]
     society = first("society")
     assert society.rounds[1].turns[0].retained == "heard agent-2, agent-3 (all replies kept)"
     m2 = first("mad-m2")
     retention = m2.rounds[1].retention
-    assert retention is not None and len(retention["kept"]) == 2
+    assert retention is not None and len(retention.kept) == 2
     for i, turn in enumerate(m2.rounds[1].turns):
-        heard = ", ".join(f"agent-{j + 1}" for j in FULL[i] if f"agent-{j + 1}" in retention["kept"])
+        heard = ", ".join(f"agent-{j + 1}" for j in FULL[i] if f"agent-{j + 1}" in retention.kept)
         assert turn.retained == f"heard {heard} (perplexity-top kept 2 of 4)"
 
 
@@ -183,11 +195,11 @@ def test_markdown_and_terminal_show_the_efficiency_table(report: Report) -> None
 
 def test_html_shows_the_table_retention_and_uncertainty_and_escapes_the_filter(report: Report) -> None:
     page = report_html(report)
-    assert '<h3>Retention and efficiency</h3>' in page and 'data-key="efficiency"' in page
+    assert "<h3>Retention and efficiency</h3>" in page and 'data-key="efficiency"' in page
     assert "<td>50.0% fewer</td>" in page
     assert "heard agent-4 (dar kept 2 of 4)" in page
     assert "heard agent-2, agent-3, agent-4 (dar fallback: filter selection invalid or empty, kept all 4)" in page
-    assert "retention <b>dar</b> · <span class=\"bad\">fallback</span>" in page
+    assert 'retention <b>dar</b> · <span class="bad">fallback</span>' in page
     assert " · ANLL 0.4" in page and " · perplexity 1." in page
     assert PICKED not in page and "&lt;b&gt;keep&lt;/b&gt; [1, 4]" in page  # the filter's reply is text
     assert page.count("<script") == 1
@@ -205,10 +217,12 @@ def test_used_calls_include_judges_and_filters(tmp_path: Path) -> None:
             "name": "helpers",
             "tasks": [{"name": "arithmetic", "count": 2}],
             "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
-            "conditions": [{"name": "dar", "protocol": "dar"}, {"name": "adaptive", "protocol": "du-adaptive",
-                                                                  "rounds": 2}],
+            "conditions": [
+                {"name": "dar", "protocol": "dar"},
+                {"name": "adaptive", "protocol": "du-adaptive", "rounds": 2},
+            ],
         }
-    )  # fmt: skip
+    )
     asyncio.run(run_experiment(config, path))
     (task,) = build_report(path, resamples=200).tasks
     conditions, _ = summarize(RunStore.open(path))

@@ -30,9 +30,20 @@ N = 100  # questions in every condition of the study
 
 # Correct answers out of 100 per condition (Overall Performance and Threshold Sensitivity tables).
 CORRECT = {
-    "single": 77, "du1": 80, "du2": 79, "du_adaptive": 77, "liang2": 73, "liang2_prompt_matched": 52,
-    "liang_adaptive": 53, "du_t70": 79, "du_t80": 77, "du_t90_rerun": 78, "du_t95": 80, "liang1": 61, "liang3": 68,
-}  # fmt: skip
+    "single": 77,
+    "du1": 80,
+    "du2": 79,
+    "du_adaptive": 77,
+    "liang2": 73,
+    "liang2_prompt_matched": 52,
+    "liang_adaptive": 53,
+    "du_t70": 79,
+    "du_t80": 77,
+    "du_t90_rerun": 78,
+    "du_t95": 80,
+    "liang1": 61,
+    "liang3": 68,
+}
 
 
 # -- Wilson intervals ----------------------------------------------------------------------

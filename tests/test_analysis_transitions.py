@@ -22,10 +22,15 @@ def one_voice(answers: list[str], rounds_used: int | None = None) -> Trajectory:
     """A trajectory whose single agent (a moderator) gives ``answers`` round by round; "R" is right."""
     correct = tuple(a == "R" for a in answers)
     return Trajectory(
-        agents=("moderator",), answers=tuple((a,) for a in answers), correct=tuple((c,) for c in correct),
-        system_answers=tuple(answers), system_correct=correct, final_answer=answers[-1], final_correct=correct[-1],
+        agents=("moderator",),
+        answers=tuple((a,) for a in answers),
+        correct=tuple((c,) for c in correct),
+        system_answers=tuple(answers),
+        system_correct=correct,
+        final_answer=answers[-1],
+        final_correct=correct[-1],
         rounds_used=rounds_used or len(answers),
-    )  # fmt: skip
+    )
 
 
 # "Rounds used | n | C→C | W→C | C→W | W→W | Answer changed" (Liang strict adaptive: moderator round 1 to
@@ -68,9 +73,11 @@ def test_the_study_round_to_round_oracle() -> None:
     # 95 unchanged in correctness; only 5 answers changed | 54/100 (0.54) if an oracle could choose the
     # better moderator round; forced round 2 was 52/100"
     runs = (
-        [one_voice(["R", "R"])] * 49 + [one_voice(["W1", "R"])] * 3 + [one_voice(["R", "W1"])] * 2
+        [one_voice(["R", "R"])] * 49
+        + [one_voice(["W1", "R"])] * 3
+        + [one_voice(["R", "W1"])] * 2
         + [one_voice(["W1", "W1"])] * 46
-    )  # fmt: skip
+    )
     steps = round_to_round(runs)
     assert steps == {1: Transitions(n=100, right_right=49, wrong_right=3, right_wrong=2, wrong_wrong=46, changed=5)}
     o = oracle(runs)
@@ -84,9 +91,12 @@ def test_agent_changes_and_oracle_hand_checked() -> None:
         agents=("a", "b"),
         answers=(("7", "3"), ("3", "7"), ("3", None)),
         correct=((True, False), (False, True), (False, False)),
-        system_answers=("7", "3", "3"), system_correct=(True, False, False),
-        final_answer="3", final_correct=False, rounds_used=3,
-    )  # fmt: skip
+        system_answers=("7", "3", "3"),
+        system_correct=(True, False, False),
+        final_answer="3",
+        final_correct=False,
+        rounds_used=3,
+    )
     changes = {c.agent: c for c in agent_changes([t])}
     a, b = changes["a"], changes["b"]
     assert (a.steps, a.changed, a.wrong_to_right, a.right_to_wrong) == (2, 1, 0, 1)

@@ -35,7 +35,7 @@ def moot(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None)
 def test_bad_options_give_one_line_errors(args: list[str], message: str, tmp_path: Path) -> None:
     result = moot(*args, cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [f"moot: error: {result.stderr.strip()[len('moot: error: '):]}"]
+    assert result.stderr.strip().splitlines() == [f"moot: error: {result.stderr.strip()[len('moot: error: ') :]}"]
     assert message in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     assert not (tmp_path / "runs").exists()  # nothing is stored for a run that cannot start
@@ -78,9 +78,25 @@ def test_missing_model_package_names_the_package(tmp_path: Path) -> None:
 def test_help_explains_every_option() -> None:
     result = moot("run", "--help")
     assert result.returncode == 0
-    for option in ("--protocol", "--task", "--questions", "--agents", "--rounds", "--tie-rule", "--backend",
-                   "--model", "--base-url", "--api-key-env", "--temperature", "--top-p", "--max-tokens",
-                   "--seed", "--system-prompt", "--threads", "--context"):  # fmt: skip
+    for option in (
+        "--protocol",
+        "--task",
+        "--questions",
+        "--agents",
+        "--rounds",
+        "--tie-rule",
+        "--backend",
+        "--model",
+        "--base-url",
+        "--api-key-env",
+        "--temperature",
+        "--top-p",
+        "--max-tokens",
+        "--seed",
+        "--system-prompt",
+        "--threads",
+        "--context",
+    ):
         assert option in result.stdout
 
 

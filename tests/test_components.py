@@ -6,14 +6,17 @@ from typing import cast
 
 import pytest
 
-from moot.backends.base import BackendConfig, GenerationRequest
+from moot.backends.base import GenerationRequest
+from moot.backends.config import ScriptedBackendConfig
 from moot.backends.scripted import ScriptedBackend
 from moot.calls import Caller
 from moot.debate import FinalStatus, resolve_protocol, run_debate
 from moot.debate.agents import Agent, AgentSpec
-from moot.debate.judge import read_judge
-from moot.debate.stopping import Stopping
-from moot.debate.topology import Topology
+from moot.debate.components.stopping.consensus import Consensus
+from moot.debate.components.stopping.judge import JudgeConfidence, read_judge
+from moot.debate.components.stopping.moderator import ModeratorPreference
+from moot.debate.components.stopping.stable import Stable
+from moot.debate.components.topology import Full, Graph, NoTopology, Ring, Star, Topology
 from moot.errors import ConfigError
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import Question
@@ -41,25 +44,25 @@ def judge_agent(replies: list[str]) -> Agent:
 
 
 def test_topologies_and_density() -> None:
-    assert Topology(kind="full").peers(3) == [[1, 2], [0, 2], [0, 1]]
-    assert Topology(kind="ring", k=1).peers(5) == [[1, 4], [0, 2], [1, 3], [2, 4], [0, 3]]
-    assert Topology(kind="ring", k=2).peers(5) == Topology(kind="full").peers(5)
-    assert Topology(kind="star", hub=1).peers(4) == [[1], [0, 2, 3], [1], [1]]
-    assert Topology(kind="graph", edges=((1,), (0, 2), (1,))).peers(3) == [[1], [0, 2], [1]]
-    assert Topology(kind="full").density(4) == 1.0
-    assert Topology(kind="ring").density(5) == pytest.approx(2 * 5 / (5 * 4))  # 5 undirected edges
-    assert Topology(kind="star").density(4) == pytest.approx(2 * 3 / (4 * 3))  # 3 undirected edges
-    assert Topology(kind="none").density(3) == 0.0
+    assert Full().peers(3) == [[1, 2], [0, 2], [0, 1]]
+    assert Ring(k=1).peers(5) == [[1, 4], [0, 2], [1, 3], [2, 4], [0, 3]]
+    assert Ring(k=2).peers(5) == Full().peers(5)
+    assert Star(hub=1).peers(4) == [[1], [0, 2, 3], [1], [1]]
+    assert Graph(edges=((1,), (0, 2), (1,))).peers(3) == [[1], [0, 2], [1]]
+    assert Full().density(4) == 1.0
+    assert Ring().density(5) == pytest.approx(2 * 5 / (5 * 4))  # 5 undirected edges
+    assert Star().density(4) == pytest.approx(2 * 3 / (4 * 3))  # 3 undirected edges
+    assert NoTopology().density(3) == 0.0
 
 
 @pytest.mark.parametrize(
     ("topology", "message"),
     [
-        (Topology(kind="graph", edges=((0,), (0,))), "agent 0 hears itself"),
-        (Topology(kind="graph", edges=((1,), (5,))), "agent 1 hears agent 5, which does not exist"),
-        (Topology(kind="graph", edges=((1,), ())), "agent 1 hears no other agent"),
-        (Topology(kind="graph", edges=((1,),)), "one list of heard agents per agent"),
-        (Topology(kind="star", hub=7), "the hub is agent 7"),
+        (Graph(edges=((0,), (0,))), "agent 0 hears itself"),
+        (Graph(edges=((1,), (5,))), "agent 1 hears agent 5, which does not exist"),
+        (Graph(edges=((1,), ())), "agent 1 hears no other agent"),
+        (Graph(edges=((1,),)), "one list of heard agents per agent"),
+        (Star(hub=7), "the hub is agent 7"),
     ],
 )
 def test_invalid_graphs_fail_at_configuration(topology: Topology, message: str) -> None:
@@ -71,7 +74,7 @@ def test_contradictory_settings_fail_at_configuration() -> None:
     with pytest.raises(ConfigError, match="aggregation 'judge' needs stopping kind 'judge'"):
         resolve_protocol("society", components={"aggregation": "judge"})
     with pytest.raises(ConfigError, match="min_rounds"):
-        resolve_protocol("society", rounds=2, components={"stopping": Stopping(kind="stable", min_rounds=3)})
+        resolve_protocol("society", rounds=2, components={"stopping": Stable(min_rounds=3)})
     with pytest.raises(ConfigError, match="unknown protocol component 'memory'"):
         resolve_protocol("society", components={"memory": "all"})
 
@@ -142,29 +145,31 @@ async def test_agreement_intensity_is_a_per_agent_prompt_parameter() -> None:
 
 
 async def test_consensus_stops_early_and_records_why() -> None:
-    agents = scripted_agents(["4", "-19"], ["5", "-19"], ["6", "-19"], )
-    protocol = resolve_protocol("society", rounds=5, components={"stopping": Stopping(kind="consensus")})
+    agents = scripted_agents(
+        ["4", "-19"],
+        ["5", "-19"],
+        ["6", "-19"],
+    )
+    protocol = resolve_protocol("society", rounds=5, components={"stopping": Consensus()})
     caller = Caller()
     result = await run_debate(QUESTION, TASK, protocol, agents, caller=caller)
     assert (result.rounds_used, result.stop_reason, result.final_answer) == (2, "consensus", "-19")
     assert caller.usage.calls == 6
 
     agents = scripted_agents(["4", "4", "9"], ["4", "5", "9"], ["6", "5", "9"])
-    protocol = resolve_protocol(
-        "society", rounds=3, components={"stopping": Stopping(kind="consensus", fraction=0.6)}
-    )
+    protocol = resolve_protocol("society", rounds=3, components={"stopping": Consensus(fraction=0.6)})
     result = await run_debate(QUESTION, TASK, protocol, agents, caller=Caller())
     assert (result.rounds_used, result.stop_reason) == (1, "consensus")  # 2 of 3 agree after round 0
 
 
 async def test_stable_stops_when_no_answer_changed_and_cap_is_max_rounds() -> None:
     agents = scripted_agents(["1", "2", "2", "3"], ["4", "5", "5", "6"])
-    protocol = resolve_protocol("society", agents=2, rounds=4, components={"stopping": Stopping(kind="stable")})
+    protocol = resolve_protocol("society", agents=2, rounds=4, components={"stopping": Stable()})
     result = await run_debate(QUESTION, TASK, protocol, agents, caller=Caller())
     assert (result.rounds_used, result.stop_reason) == (3, "stable")
 
     agents = scripted_agents(["1", "2", "3"], ["4", "5", "6"])
-    protocol = resolve_protocol("society", agents=2, rounds=3, components={"stopping": Stopping(kind="stable")})
+    protocol = resolve_protocol("society", agents=2, rounds=3, components={"stopping": Stable()})
     result = await run_debate(QUESTION, TASK, protocol, agents, caller=Caller())
     assert (result.rounds_used, result.stop_reason) == (3, "max_rounds")
 
@@ -187,9 +192,11 @@ async def test_judge_aggregation_takes_the_judges_answer_and_cap_ends_the_debate
     agents = scripted_agents(["7", "7"], ["7", "7"])
     judge = judge_agent(['{"answer": "-19", "confidence": 10}', '{"answer": "-19", "confidence": 20}'])
     protocol = resolve_protocol(
-        "society", agents=2, rounds=2,
-        components={"stopping": Stopping(kind="judge", threshold=90), "aggregation": "judge"},
-    )  # fmt: skip
+        "society",
+        agents=2,
+        rounds=2,
+        components={"stopping": JudgeConfidence(threshold=90), "aggregation": "judge"},
+    )
     result = await run_debate(QUESTION, TASK, protocol, agents, caller=Caller(), judge=judge)
     assert (result.rounds_used, result.stop_reason, result.final_answer) == (2, "max_rounds", "-19")
     assert result.correct and result.status is FinalStatus.ANSWERED
@@ -224,16 +231,15 @@ def test_judge_config_defaults_to_first_agent_backend_at_temperature_zero() -> N
                 {"name": "adaptive", "protocol": "du-adaptive"},
                 {"name": "plain", "protocol": "society"},
             ],
-            "presets": {"ring-consensus": {"base": "sparse", "agents": 5,
-                                           "stopping": {"kind": "consensus", "fraction": 0.8}}},
+            "presets": {
+                "ring-consensus": {"base": "sparse", "agents": 5, "stopping": {"kind": "consensus", "fraction": 0.8}}
+            },
         }
-    )  # fmt: skip
-    adaptive, plain = resolve(config)
-    assert adaptive.judge is not None and adaptive.judge.backend == BackendConfig(kind="scripted")
-    assert adaptive.judge.sampling.temperature == 0.0 and plain.judge is None
-    custom = parse_experiment(
-        {**config.model_dump(), "conditions": [{"name": "c", "protocol": "ring-consensus"}]}
     )
+    adaptive, plain = resolve(config)
+    assert adaptive.judge is not None and adaptive.judge.backend == ScriptedBackendConfig()
+    assert adaptive.judge.sampling.temperature == 0.0 and plain.judge is None
+    custom = parse_experiment({**config.model_dump(), "conditions": [{"name": "c", "protocol": "ring-consensus"}]})
     (c,) = resolve(custom)
     assert (c.protocol.name, c.protocol.agents, c.protocol.topology.kind) == ("ring-consensus", 5, "ring")
     assert c.protocol.stopping.fraction == 0.8
@@ -251,8 +257,10 @@ NO = '{"Whether there is a preference": "No", "Supported Side": "", "Reason": ""
 
 def yes(answer: str, confidence: int | None = None) -> str:
     extra = f', "confidence": {confidence}' if confidence is not None else ""
-    return (f'```json\n{{"Whether there is a preference": "Yes", "Supported Side": "Negative", '
-            f'"Reason": "r", "debate_answer": "{answer}"{extra}}}\n```')  # fmt: skip
+    return (
+        f'```json\n{{"Whether there is a preference": "Yes", "Supported Side": "Negative", '
+        f'"Reason": "r", "debate_answer": "{answer}"{extra}}}\n```'
+    )
 
 
 async def test_liang_debaters_speak_in_turn_and_the_moderator_ends_the_debate() -> None:
@@ -286,7 +294,12 @@ async def test_liang_fixed_runs_all_rounds_then_the_two_step_final_judge_decides
     result = await run_debate(
         QUESTION, TASK, resolve_protocol("liang-fixed"), [affirmative, negative], caller=Caller(), judge=judge
     )
-    assert (result.rounds_used, result.stop_reason, result.final_answer, result.correct) == (2, "max_rounds", "-19", True)
+    assert (result.rounds_used, result.stop_reason, result.final_answer, result.correct) == (
+        2,
+        "max_rounds",
+        "-19",
+        True,
+    )
     assert result.final_judge is not None and result.final_judge.calls == 2
     final = sent(judge)[3].messages
     assert "what answer candidates do we have?" in final[1].content and final[2].content == "Candidates: 2 and 4."
@@ -320,6 +333,6 @@ def test_liang_configuration_errors() -> None:
     with pytest.raises(ConfigError, match="'liang' uses exactly 2 agents"):
         resolve_protocol("liang", agents=3)
     with pytest.raises(ConfigError, match="a moderator exists only in style 'liang'"):
-        resolve_protocol("society", components={"stopping": Stopping(kind="moderator")})
+        resolve_protocol("society", components={"stopping": ModeratorPreference()})
     with pytest.raises(ConfigError, match="style 'liang' stops by"):
-        resolve_protocol("liang", components={"stopping": Stopping(kind="consensus")})
+        resolve_protocol("liang", components={"stopping": Consensus()})

@@ -11,7 +11,7 @@ from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend
 from moot.calls import Caller
 from moot.debate import resolve_protocol, run_debate
-from moot.debate.aggregation import weighted_vote
+from moot.debate.components.aggregation import weighted_vote
 from moot.debate.confidence import split_confidence
 from moot.debate.diversity import Candidate, answer_diversity, jaccard, select_diverse, text_diversity
 from moot.tasks.arithmetic import ArithmeticTask
@@ -150,8 +150,8 @@ async def test_diverse_initialisation_samples_the_pool_and_debates_from_the_sele
 def test_presets_and_contradictions() -> None:
     from moot.errors import ConfigError
 
-    assert resolve_protocol("diverse", agents=5, components={"pool_size": 10}).pool == 10
-    assert resolve_protocol("diverse-confidence").aggregation == "confidence"
+    assert resolve_protocol("diverse", agents=5, components={"pool_size": 10}).initializer.pool(5) == 10
+    assert resolve_protocol("diverse-confidence").aggregation.kind == "confidence"
     with pytest.raises(ConfigError, match="aggregation 'confidence' needs confidence = true"):
         resolve_protocol("society", components={"aggregation": "confidence"})
     with pytest.raises(ConfigError, match="pool_size >= agents"):

@@ -25,19 +25,33 @@ def write(tmp_path: Path, text: str) -> Path:
     ("text", "message"),
     [
         ("name = ", "malformed TOML"),
-        ('[[tasks]]\nname = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "vote"\nroundz = 2',
-         "conditions.0.roundz: unknown key"),
-        ('[[tasks]]\nname = "arithmetic"\ncount = "ten"\n[[conditions]]\nname = "a"\nprotocol = "vote"',
-         "tasks.0.count: Input should be a valid integer"),
-        ('[[tasks]]\nname = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "vote"\n'
-         '[[conditions]]\nname = "a"\nprotocol = "single"', "conditions: duplicate condition name 'a'"),
+        (
+            '[[tasks]]\nname = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "vote"\nroundz = 2',
+            "conditions.0.roundz: unknown key",
+        ),
+        (
+            '[[tasks]]\nname = "arithmetic"\ncount = "ten"\n[[conditions]]\nname = "a"\nprotocol = "vote"',
+            "tasks.0.count: Input should be a valid integer",
+        ),
+        (
+            '[[tasks]]\nname = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "vote"\n'
+            '[[conditions]]\nname = "a"\nprotocol = "single"',
+            "conditions: duplicate condition name 'a'",
+        ),
         ('[[conditions]]\nname = "a"\nprotocol = "vote"', "tasks: required key is missing"),
-        ('[[tasks]]\nname = "arithmetic"\n[[conditions]]\nname = "a"\nprotocol = "vote"',
-         "tasks.0: give exactly one of count and ids"),
-        ('seeds = [1, 1]\n[[tasks]]\nname = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "vote"',
-         "seeds: seeds must be a non-empty list of distinct integers"),
-        ('[agent]\nbackend = { kind = "local", n_ctx = 1 }\n[[tasks]]\nname = "arithmetic"\ncount = 2\n'
-         '[[conditions]]\nname = "a"\nprotocol = "vote"', "agent.backend.n_ctx: Input should be greater than or equal"),
+        (
+            '[[tasks]]\nname = "arithmetic"\n[[conditions]]\nname = "a"\nprotocol = "vote"',
+            "tasks.0: give exactly one of count and ids",
+        ),
+        (
+            'seeds = [1, 1]\n[[tasks]]\nname = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "vote"',
+            "seeds: seeds must be a non-empty list of distinct integers",
+        ),
+        (
+            '[agent]\nbackend = { kind = "local", n_ctx = 1 }\n[[tasks]]\nname = "arithmetic"\ncount = 2\n'
+            '[[conditions]]\nname = "a"\nprotocol = "vote"',
+            "agent.backend.n_ctx: Input should be greater than or equal",
+        ),
     ],
 )
 def test_bad_files_name_the_key_and_problem(tmp_path: Path, text: str, message: str) -> None:

@@ -10,7 +10,7 @@ from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend
 from moot.calls import Caller
 from moot.debate import FinalStatus, resolve_protocol, run_debate
-from moot.debate.engine import call_seed
+from moot.debate.context import call_seed
 from moot.errors import ConfigError
 from moot.tasks.arithmetic import STEP_BY_STEP, ArithmeticTask
 from moot.tasks.base import ParseStatus, Question

@@ -10,7 +10,7 @@ def test_presets_defaults() -> None:
     assert (PRESETS["single"].agents, PRESETS["single"].rounds, PRESETS["single"].topology.kind) == (1, 1, "none")
     assert (PRESETS["vote"].agents, PRESETS["vote"].rounds, PRESETS["vote"].topology.kind) == (3, 1, "none")
     society = PRESETS["society"]
-    assert (society.agents, society.rounds, society.topology.kind, society.history) == (3, 2, "full", "chat")
+    assert (society.agents, society.rounds, society.topology.kind, society.history.kind) == (3, 2, "full", "chat")
     assert society.tie_rule == "first"
 
 

@@ -24,7 +24,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
-
 def test_the_browser_is_installed() -> None:
     """`make test` installs Debian's chromium and chromium-driver; a missing browser fails, never skips."""
     assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "apt-get install chromium chromium-driver"
@@ -46,10 +45,18 @@ def browser() -> Iterator[object]:
     options = selenium.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for argument in (
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", "--window-size=1280,1600", f"--user-data-dir={profile}",
-    ):  # fmt: skip
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1600",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     # an explicit driver path: selenium-manager never tries to download a browser or driver
@@ -142,9 +149,12 @@ def test_the_report_renders_filters_and_never_runs_model_text(built: tuple[Repor
     shown_box.find_element(By.TAG_NAME, "summary").click()
     assert "other agents" in shown_box.text and "So the answer is" in shown_box.text
     assert driver.execute_script("return typeof window.__moot_pwned") == "undefined"  # type: ignore[attr-defined]
-    assert driver.execute_script(  # type: ignore[attr-defined]
-        "return document.querySelectorAll('.transcript script, .transcript img, .transcript [onmouseover]').length"
-    ) == 0
+    assert (
+        driver.execute_script(  # type: ignore[attr-defined]
+            "return document.querySelectorAll('.transcript script, .transcript img, .transcript [onmouseover]').length"
+        )
+        == 0
+    )
     first.find_element(By.CSS_SELECTOR, "pre.reply").click()  # hovering or clicking the text does nothing either
     assert driver.execute_script("return typeof window.__moot_pwned") == "undefined"  # type: ignore[attr-defined]
     errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]  # type: ignore[attr-defined]

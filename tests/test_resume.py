@@ -44,8 +44,9 @@ UNITS = 8 * 2 * 3
 def start(config: Path, output: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "moot", "run", str(config), "--output", str(output)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def table(path: Path, name: str) -> list[Any]:
@@ -76,8 +77,10 @@ def test_killed_runs_resume_to_identical_results(tmp_path: Path) -> None:
     reference = tmp_path / "reference.sqlite"
     done = subprocess.run(
         [sys.executable, "-m", "moot", "run", str(config), "--output", str(reference)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
 
     killed = tmp_path / "killed.sqlite"
@@ -102,8 +105,10 @@ def test_killed_runs_resume_to_identical_results(tmp_path: Path) -> None:
 
     final = subprocess.run(
         [sys.executable, "-m", "moot", "run", str(config), "--output", str(killed)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert final.returncode == 0, final.stderr
     assert count_results(killed) == UNITS
     assert table(killed, "results") == table(reference, "results")

@@ -8,13 +8,16 @@ from typing import cast
 
 import pytest
 
-from moot.backends.base import BackendConfig, GenerationRequest, TokenLogprob
+from moot.backends.base import GenerationRequest, TokenLogprob
+from moot.backends.config import OpenAIBackendConfig
 from moot.backends.scripted import ScriptedBackend
 from moot.calls import Caller
 from moot.debate import resolve_protocol, run_debate
 from moot.debate.agents import Agent, AgentSpec
+from moot.debate.components.retention.distinct import distinct_answers
+from moot.debate.components.retention.filter import parse_ids
+from moot.debate.components.retention.perplexity_top import perplexity_top
 from moot.debate.records import ParseStatus, Turn
-from moot.debate.retention import distinct_answers, parse_ids, perplexity_top
 from moot.debate.uncertainty import uncertainty
 from moot.errors import ConfigError
 from moot.tasks.arithmetic import ArithmeticTask
@@ -52,8 +55,9 @@ def test_filter_replies_are_parsed_strictly(text: str, ids: list[int] | None) ->
 
 def turn(agent: str, answer: str | None, perplexity: float | None = None) -> Turn:
     status = ParseStatus.PARSED if answer is not None else ParseStatus.UNPARSED
-    return Turn(agent, 0, f"{agent} says {answer}", answer, status, False, "stop", 1, 1, 0.0, 0, (),
-                perplexity=perplexity)  # fmt: skip
+    return Turn(
+        agent, 0, f"{agent} says {answer}", answer, status, False, "stop", 1, 1, 0.0, 0, (), perplexity=perplexity
+    )
 
 
 def test_perplexity_top_and_distinct_rules() -> None:
@@ -151,7 +155,7 @@ def test_logprob_protocols_refuse_backends_without_logprobs() -> None:
     )
     with pytest.raises(ConfigError, match="needs log-probabilities, but agent agent-1's backend"):
         resolve(config)
-    assert BackendConfig(kind="openai").logprobs
+    assert OpenAIBackendConfig().logprobs
 
 
 def test_retained_diversity_uses_minilm_when_installed_and_jaccard_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -70,15 +70,32 @@ def test_a_run_stores_everything_and_an_identical_rerun_makes_no_call(tmp_path: 
     store = RunStore.open(path)
     meta = store.meta()
     assert meta["status"] == "complete" and meta["schema_version"] == SCHEMA_VERSION
-    assert meta["round0_sharing"] == {"single": ["vote", "society"], "vote": ["single", "society"],
-                                      "society": ["single", "vote"]}  # fmt: skip
+    assert meta["round0_sharing"] == {
+        "single": ["vote", "society"],
+        "vote": ["single", "society"],
+        "society": ["single", "vote"],
+    }
     assert meta["models"] == {"numbers": {"backend": "scripted", "model_id": "scripted:numbers"}}
     assert meta["topology_density"] == {"single": 0.0, "vote": 0.0, "society": 1.0}
-    assert {"initial_messages", "debate_message", "reflection_message", "fresh_message", "judge_messages"} <= set(
-        meta["prompt_templates"]
-    )
+    templates = {
+        "debate.prompts.initial_messages",
+        "debate.prompts.debate_message",
+        "debate.prompts.reflection_message",
+        "debate.prompts.fresh_message",
+        "debate.components.stopping.judge.judge_messages",
+        # Liang's, the retention filter's and the cues' wording are hashed too, wherever they live
+        "debate.schedules.liang.moderator_prompt",
+        "debate.schedules.liang.judge_decision_prompt",
+        "debate.components.retention.filter.filter_messages",
+        "debate.components.cues.VoteCue.prefix",
+        "debate.components.cues.ConfidenceCue.label",
+        "retention:dar",
+        "stopping:judge",
+        "cue:confidence",
+    }
+    assert templates <= set(meta["prompt_templates"])
     assert all(len(digest) == 64 for digest in meta["prompt_templates"].values())
-    assert store.conditions()["society"]["protocol"]["rounds"] == 3
+    assert store.conditions()["society"].protocol.rounds == 3
     assert store.count("results") == 24 and store.count("turns") == 8 * (1 + 3 + 9)
     assert store.count("calls") == first.calls
     call = next(store.rows("calls"))
@@ -157,7 +174,7 @@ def test_unreadable_and_incompatible_stores_are_clear_errors(tmp_path: Path) -> 
     db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(StoreError, match=r"written by moot .* with store schema 99; this moot .* reads schema 1"):
+    with pytest.raises(StoreError, match=r"written by moot .* with store schema 99; this moot .* reads schema 2"):
         RunStore.open(path)
 
 

@@ -31,7 +31,12 @@ def test_question_wording_and_extraction() -> None:
 async def test_judge_asks_once_per_fact_and_counts_calls() -> None:
     task = get_task("biographies", data=FIXTURES / "biographies_article.json")
     ada = task.items()[0]  # type: ignore[attr-defined]
-    verdicts = {"invented": "I am a teapot", "Brindlemoor": "Yes.", "Quill programming": "No, it says 1990.", "Medal": "Uncertain"}
+    verdicts = {
+        "invented": "I am a teapot",
+        "Brindlemoor": "Yes.",
+        "Quill programming": "No, it says 1990.",
+        "Medal": "Uncertain",
+    }
 
     def judge(request, index):  # type: ignore[no-untyped-def]
         prompt = request.messages[0].content
@@ -47,7 +52,9 @@ async def test_judge_asks_once_per_fact_and_counts_calls() -> None:
     assert score.precision == 0.5  # 1 consistent / (1 consistent + 1 inconsistent)
     first = backend.requests[1]
     assert first.messages[0].content == JUDGE.format(
-        person="Ada Quillfeather", biography="Ada was born in 1961. She created Quill in 1990.", fact=ada.metadata["facts"][1]
+        person="Ada Quillfeather",
+        biography="Ada was born in 1961. She created Quill in 1990.",
+        fact=ada.metadata["facts"][1],
     )
     assert first.temperature == 0.0
     assert len({r.seed for r in backend.requests}) == 4

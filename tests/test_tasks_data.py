@@ -10,8 +10,8 @@ import pytest
 
 from moot.errors import ConfigError
 from moot.tasks import get_task, load_local
-from moot.tasks.data import Row, select
 from moot.tasks.base import Question
+from moot.tasks.data import Row, select
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
 
@@ -37,32 +37,57 @@ GSM8K_ROWS = [
 ]
 MMLU_ROWS = [
     {"question": "2 + 2 = ?", "subject": "elementary_mathematics", "choices": ["3", "4", "5", "6"], "answer": 1},
-    {"question": "Which is a prime?", "subject": "elementary_mathematics", "choices": ["4", "6", "7", "9"], "answer": 2},
+    {
+        "question": "Which is a prime?",
+        "subject": "elementary_mathematics",
+        "choices": ["4", "6", "7", "9"],
+        "answer": 2,
+    },
     {"question": "What is a cell?", "subject": "college_biology", "choices": ["a", "b", "c", "d"], "answer": 0},
 ]
 CSQA_ROWS = [
     {
-        "id": "synthetic-1", "question": "Where do you keep milk cold?", "question_concept": "milk",
+        "id": "synthetic-1",
+        "question": "Where do you keep milk cold?",
+        "question_concept": "milk",
         "choices": {"label": ["A", "B", "C", "D", "E"], "text": ["oven", "fridge", "shelf", "car", "garden"]},
         "answerKey": "B",
     }
-]  # fmt: skip
+]
 HELLASWAG_ROWS = [
     {
-        "ind": 7, "activity_label": "Baking", "ctx_a": "A woman mixes flour and eggs.", "ctx_b": "she",
+        "ind": 7,
+        "activity_label": "Baking",
+        "ctx_a": "A woman mixes flour and eggs.",
+        "ctx_b": "she",
         "ctx": "A woman mixes flour and eggs. she",
         "endings": ["pours the batter into a tin. [title] Bake it.", "flies away.", "sings.", "sleeps."],
-        "source_id": "synthetic", "split": "val", "split_type": "indomain", "label": "0",
+        "source_id": "synthetic",
+        "split": "val",
+        "split_type": "indomain",
+        "label": "0",
     }
-]  # fmt: skip
+]
 ARC_ROWS = [
-    {"id": "Synth_1", "question": "Which is a gas at room temperature?",
-     "choices": {"text": ["iron", "oxygen", "wood", "salt"], "label": ["1", "2", "3", "4"]}, "answerKey": "2"},
-    {"id": "Synth_2", "question": "Which planet is closest to the Sun?",
-     "choices": {"text": ["Mercury", "Venus", "Earth"], "label": ["A", "B", "C"]}, "answerKey": "A"},
-    {"id": "Synth_3", "question": "Pick the mammal.",
-     "choices": {"text": ["trout", "eagle", "frog", "whale", "ant"], "label": ["A", "B", "C", "D", "E"]}, "answerKey": "D"},
-]  # fmt: skip
+    {
+        "id": "Synth_1",
+        "question": "Which is a gas at room temperature?",
+        "choices": {"text": ["iron", "oxygen", "wood", "salt"], "label": ["1", "2", "3", "4"]},
+        "answerKey": "2",
+    },
+    {
+        "id": "Synth_2",
+        "question": "Which planet is closest to the Sun?",
+        "choices": {"text": ["Mercury", "Venus", "Earth"], "label": ["A", "B", "C"]},
+        "answerKey": "A",
+    },
+    {
+        "id": "Synth_3",
+        "question": "Pick the mammal.",
+        "choices": {"text": ["trout", "eagle", "frog", "whale", "ant"], "label": ["A", "B", "C", "D", "E"]},
+        "answerKey": "D",
+    },
+]
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
@@ -83,7 +108,9 @@ def test_local_files_in_each_schema(tmp_path: Path, fmt: str) -> None:
     assert "(E) garden" in csqa[0].prompt
 
     hellaswag = get_task("hellaswag", data=write(tmp_path / f"h.{fmt}", HELLASWAG_ROWS)).items()[0]
-    assert hellaswag.prompt.startswith("Baking: A woman mixes flour and eggs. She\n\n(A) pours the batter into a tin.. Bake it.")
+    assert hellaswag.prompt.startswith(
+        "Baking: A woman mixes flour and eggs. She\n\n(A) pours the batter into a tin.. Bake it."
+    )
     assert hellaswag.gold == "A"
 
     arc = get_task("arc-challenge", data=write(tmp_path / f"a.{fmt}", ARC_ROWS)).items()
@@ -112,21 +139,48 @@ def test_gsm8k_ints_in_csv_and_extra_columns_are_fine(tmp_path: Path) -> None:
         ("csqa", [{**CSQA_ROWS[0], "answerKey": "F"}], r"field 'answerKey' is 'F', not one of the labels"),
         ("csqa", [{**CSQA_ROWS[0], "choices": {"label": ["A"]}}], r"field 'choices.text' is missing"),
         ("hellaswag", [{**HELLASWAG_ROWS[0], "label": "7"}], r"field 'label' must be 0-3"),
-        ("arc-challenge", [{**ARC_ROWS[0], "choices": {"text": ["a", 3], "label": ["A", "B"]}}],
-         r"field 'choices.text\[1\]' must be a string, got an integer"),
-        ("quality", [{"title": "t", "article": "a", "article_id": "x", "questions": [{"question": "q"}]}],
-         r"row 1: field 'questions\[0\].options' is missing"),
+        (
+            "arc-challenge",
+            [{**ARC_ROWS[0], "choices": {"text": ["a", 3], "label": ["A", "B"]}}],
+            r"field 'choices.text\[1\]' must be a string, got an integer",
+        ),
+        (
+            "quality",
+            [{"title": "t", "article": "a", "article_id": "x", "questions": [{"question": "q"}]}],
+            r"row 1: field 'questions\[0\].options' is missing",
+        ),
         ("hh-rlhf", [{"chosen": "\n\nHuman: hi\n\nAssistant: hello"}], r"field 'rejected' is missing"),
-        ("hh-rlhf", [{"chosen": "hello", "rejected": "\n\nHuman: hi\n\nAssistant: x"}], r"field 'chosen' has no 'Assistant:' turn"),
-        ("gpqa", [{"Question": "q", "Correct Answer": "a", "Incorrect Answer 1": "b", "Incorrect Answer 2": "c", "Record ID": "r"}],
-         r"field 'Incorrect Answer 3' is missing"),
+        (
+            "hh-rlhf",
+            [{"chosen": "hello", "rejected": "\n\nHuman: hi\n\nAssistant: x"}],
+            r"field 'chosen' has no 'Assistant:' turn",
+        ),
+        (
+            "gpqa",
+            [
+                {
+                    "Question": "q",
+                    "Correct Answer": "a",
+                    "Incorrect Answer 1": "b",
+                    "Incorrect Answer 2": "c",
+                    "Record ID": "r",
+                }
+            ],
+            r"field 'Incorrect Answer 3' is missing",
+        ),
         ("biographies", [{"name": "Ada", "facts": ""}], r"field 'facts' holds no fact"),
-        ("chess-validity", [{"moves": "e2e4 e7e5 e1e3", "square": "g1"}], r"field 'moves' has move 3 'e1e3', which is not legal"),
+        (
+            "chess-validity",
+            [{"moves": "e2e4 e7e5 e1e3", "square": "g1"}],
+            r"field 'moves' has move 3 'e1e3', which is not legal",
+        ),
         ("chess-validity", [{"moves": "e2e4", "square": "h8"}], r"field 'square' holds no piece of the side to move"),
         ("chess-move", [{"moves": "e2e4", "next": "Ke3"}], r"field 'next' is 'Ke3', not a legal move"),
     ],
-)  # fmt: skip
-def test_bad_rows_name_file_row_and_field(tmp_path: Path, task: str, rows: list[dict[str, object]], message: str) -> None:
+)
+def test_bad_rows_name_file_row_and_field(
+    tmp_path: Path, task: str, rows: list[dict[str, object]], message: str
+) -> None:
     path = write_jsonl(tmp_path / "bad.jsonl", rows)
     with pytest.raises(ConfigError, match=message) as error:
         get_task(task, data=path)
@@ -191,8 +245,9 @@ def test_selection_is_seeded_prefix_stable_and_bounded() -> None:
 def test_file_questions_by_id_and_split(tmp_path: Path) -> None:
     task = get_task("arc-challenge", data=write_jsonl(tmp_path / "a.jsonl", ARC_ROWS))
     assert [q.id for q in task.by_ids(["arc-challenge-Synth_3", "arc-challenge-Synth_1"], "file")] == [
-        "arc-challenge-Synth_3", "arc-challenge-Synth_1",
-    ]  # fmt: skip
+        "arc-challenge-Synth_3",
+        "arc-challenge-Synth_1",
+    ]
     with pytest.raises(ConfigError, match="has no question 'arc-challenge-nope'"):
         task.by_ids(["arc-challenge-nope"])
     with pytest.raises(ConfigError, match="has splits file; got 'test'"):
@@ -217,8 +272,10 @@ def test_fixture_loaders() -> None:
 
     quality = get_task("quality", data=FIXTURES / "quality_synthetic.jsonl").items()
     assert [(q.id, q.gold) for q in quality] == [
-        ("quality-synth-001_q1", "B"), ("quality-synth-001_q2", "A"), ("quality-synth-002_q1", "B"),
-    ]  # fmt: skip
+        ("quality-synth-001_q1", "B"),
+        ("quality-synth-001_q2", "A"),
+        ("quality-synth-002_q1", "B"),
+    ]
     assert quality[0].prompt.startswith("Title: The Lighthouse Keeper's Cat\n\nMara kept")
     assert "Question: Why would the lamp not light on the stormy night?" in quality[0].prompt
     hard = get_task("quality-hard", data=FIXTURES / "quality_synthetic.jsonl").items()
@@ -259,8 +316,12 @@ def test_canonical_file_names(tmp_path: Path) -> None:
 
 
 def test_offline_only_where_data_is_shipped() -> None:
-    for name, hint in [("gpqa", "not be published in plain text"), ("quality", "QuALITY is not shipped"),
-                       ("hh-rlhf", "HH-RLHF is not shipped"), ("biographies", "article.json is not shipped")]:  # fmt: skip
+    for name, hint in [
+        ("gpqa", "not be published in plain text"),
+        ("quality", "QuALITY is not shipped"),
+        ("hh-rlhf", "HH-RLHF is not shipped"),
+        ("biographies", "article.json is not shipped"),
+    ]:
         with pytest.raises(ConfigError, match=hint):
             get_task(name).questions(1, 0)
     with pytest.raises(ConfigError, match="needs the Hugging Face hub"):

@@ -61,8 +61,10 @@ def test_mmlu_subject_configs(tmp_path: Path) -> None:
     repo = tmp_path / "cais-mmlu"
     configs = {}
     for subject in ("anatomy", "virology"):
-        rows = [{"question": f"{subject} q{i}", "subject": subject, "choices": ["a", "b", "c", "d"], "answer": i}
-                for i in range(3)]  # fmt: skip
+        rows = [
+            {"question": f"{subject} q{i}", "subject": subject, "choices": ["a", "b", "c", "d"], "answer": i}
+            for i in range(3)
+        ]
         parquet(repo / subject / "test-00000-of-00001.parquet", rows)
         configs[subject] = {"test": f"{subject}/test-*"}
     readme(repo, configs)
@@ -75,29 +77,57 @@ def test_mmlu_subject_configs(tmp_path: Path) -> None:
 
 def test_csqa_hellaswag_arc_from_the_hub_layout(tmp_path: Path) -> None:
     csqa = tmp_path / "tau-commonsense_qa"
-    parquet(csqa / "data" / "validation-00000-of-00001.parquet", [
-        {"id": "abc", "question": "Where is milk kept?", "question_concept": "milk",
-         "choices": {"label": list("ABCDE"), "text": ["oven", "fridge", "car", "bag", "sea"]}, "answerKey": "B"},
-    ])  # fmt: skip
+    parquet(
+        csqa / "data" / "validation-00000-of-00001.parquet",
+        [
+            {
+                "id": "abc",
+                "question": "Where is milk kept?",
+                "question_concept": "milk",
+                "choices": {"label": list("ABCDE"), "text": ["oven", "fridge", "car", "bag", "sea"]},
+                "answerKey": "B",
+            },
+        ],
+    )
     readme(csqa, {"default": {"validation": "data/validation-*"}})
     q = load_hub(get_task("csqa"), str(csqa)).items()[0]
     assert (q.id, q.gold) == ("csqa-abc", "B")
 
     hellaswag = tmp_path / "Rowan-hellaswag"  # the layout of its refs/convert/parquet revision
-    parquet(hellaswag / "default" / "validation" / "0000.parquet", [
-        {"ind": 4, "activity_label": "Cooking", "ctx_a": "A man cracks an egg.", "ctx_b": "he", "ctx": "",
-         "endings": ["fries it.", "[title] Eats it.", "sings.", "flies."], "source_id": "x", "split": "val",
-         "split_type": "indomain", "label": "1"},
-    ])  # fmt: skip
+    parquet(
+        hellaswag / "default" / "validation" / "0000.parquet",
+        [
+            {
+                "ind": 4,
+                "activity_label": "Cooking",
+                "ctx_a": "A man cracks an egg.",
+                "ctx_b": "he",
+                "ctx": "",
+                "endings": ["fries it.", "[title] Eats it.", "sings.", "flies."],
+                "source_id": "x",
+                "split": "val",
+                "split_type": "indomain",
+                "label": "1",
+            },
+        ],
+    )
     readme(hellaswag, {"default": {"validation": "default/validation/*.parquet"}})
     q = load_hub(get_task("hellaswag"), str(hellaswag)).items()[0]
     assert q.prompt.startswith("Cooking: A man cracks an egg. He\n\n(A) fries it.\n(B) Eats it.")
     assert q.gold == "B"
 
     arc = tmp_path / "allenai-ai2_arc"
-    parquet(arc / "ARC-Challenge" / "test-00000-of-00001.parquet", [
-        {"id": "X_1", "question": "Pick two.", "choices": {"text": ["1", "2", "3"], "label": ["1", "2", "3"]}, "answerKey": "2"},
-    ])  # fmt: skip
+    parquet(
+        arc / "ARC-Challenge" / "test-00000-of-00001.parquet",
+        [
+            {
+                "id": "X_1",
+                "question": "Pick two.",
+                "choices": {"text": ["1", "2", "3"], "label": ["1", "2", "3"]},
+                "answerKey": "2",
+            },
+        ],
+    )
     readme(arc, {"ARC-Challenge": {"test": "ARC-Challenge/test-*"}})
     q = load_hub(get_task("arc-challenge"), str(arc)).items()[0]
     assert (q.id, q.gold, q.metadata["original_labels"]) == ("arc-challenge-X_1", "B", ["1", "2", "3"])
@@ -129,8 +159,9 @@ def test_quality_hub_conversion_and_hard_subset(tmp_path: Path) -> None:
     parquet(repo / "data" / "validation-00000-of-00001.parquet", rows)
     readme(repo, {"default": {"validation": "data/validation-*"}})
     assert [(q.id, q.gold) for q in load_hub(get_task("quality"), str(repo)).items("dev")] == [
-        ("quality-dev-0", "C"), ("quality-dev-1", "A"),
-    ]  # fmt: skip
+        ("quality-dev-0", "C"),
+        ("quality-dev-1", "A"),
+    ]
     assert [q.id for q in load_hub(get_task("quality-hard"), str(repo)).items("dev")] == ["quality-dev-1"]
 
 
@@ -139,7 +170,10 @@ def test_hh_rlhf_subsets(tmp_path: Path) -> None:
     for subset, reply in (("harmless-base", "I won't help with that."), ("helpful-base", "Sure: 4.")):
         (repo / subset).mkdir(parents=True)
         with gzip.open(repo / subset / "test.jsonl.gz", "wt") as handle:
-            pair = {"chosen": f"\n\nHuman: Hi\n\nAssistant: {reply}", "rejected": "\n\nHuman: Hi\n\nAssistant: Go away."}
+            pair = {
+                "chosen": f"\n\nHuman: Hi\n\nAssistant: {reply}",
+                "rejected": "\n\nHuman: Hi\n\nAssistant: Go away.",
+            }
             handle.write(json.dumps(pair) + "\n")
     both = load_hub(get_task("hh-rlhf"), str(repo)).items()
     assert len(both) == 2
@@ -153,5 +187,7 @@ def test_hub_failures_are_config_errors(tmp_path: Path) -> None:
     repo = tmp_path / "bad-gsm8k"
     parquet(repo / "main" / "test-00000-of-00001.parquet", [{"question": "q", "answer": 12}])
     readme(repo, {"main": {"test": "main/test-*"}})
-    with pytest.raises(ConfigError, match=r"hf://datasets/.*bad-gsm8k/main \[test\]: row 1: field 'answer' must be a string"):
+    with pytest.raises(
+        ConfigError, match=r"hf://datasets/.*bad-gsm8k/main \[test\]: row 1: field 'answer' must be a string"
+    ):
         load_hub(get_task("gsm8k"), str(repo)).items()

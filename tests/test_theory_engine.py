@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from moot.backends.base import GenerationRequest, Message
-from moot.debate.topology import Topology
+from moot.debate.components.topology import NoTopology, Ring
 from moot.errors import BackendError
 from moot.theory.engine_bridge import (
     TASK,
@@ -79,11 +79,11 @@ def test_backend_is_seeded_by_the_request() -> None:
     ("model", "control"),
     [
         # The theorem's setting: unweighted, fully connected. Control: nobody hears anybody.
-        (LIGHT, replace(LIGHT, topology=Topology(kind="none"))),
+        (LIGHT, replace(LIGHT, topology=NoTopology())),
         # Confidence-weighted on a ring (k = 1). Control: the same ring without weights.
         (
-            replace(LIGHT, topology=Topology(kind="ring", k=1), weighting="confidence", confidence=INFORMATIVE),
-            replace(LIGHT, topology=Topology(kind="ring", k=1)),
+            replace(LIGHT, topology=Ring(k=1), weighting="confidence", confidence=INFORMATIVE),
+            replace(LIGHT, topology=Ring(k=1)),
         ),
     ],
     ids=["full-unweighted", "ring-weighted"],

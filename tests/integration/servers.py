@@ -41,9 +41,11 @@ class FaultProxy:
 
             def _forward(self, body: bytes | None) -> None:
                 request = urllib.request.Request(
-                    proxy.upstream + self.path.removeprefix("/v1"), data=body, method=self.command,
+                    proxy.upstream + self.path.removeprefix("/v1"),
+                    data=body,
+                    method=self.command,
                     headers={k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type")},
-                )  # fmt: skip
+                )
                 try:
                     with urllib.request.urlopen(request, timeout=300) as response:
                         status, payload = response.status, response.read()
@@ -55,10 +57,10 @@ class FaultProxy:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._forward(None)
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 fault: str | int = "pass"
                 if self.path.endswith("/chat/completions"):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.integration.servers import SERVER_KEY, SERVER_KEY_ENV
 
 pytestmark = pytest.mark.model
@@ -33,7 +34,7 @@ def test_run_prints_answers_per_round_final_and_totals(tiny_model, tmp_path: Pat
         assert len(round0.split()) == 2 and len(round1.split()) == 2
         assert final == "—" or final in round1.split()
     assert "round 0" in out and "round 1" in out and "final" in out and "correct" in out
-    totals = out[out.index("totals"):]
+    totals = out[out.index("totals") :]
     (society_row,) = [line for line in totals.splitlines() if line.startswith("│ society")]
     cells = [c.strip() for c in society_row.strip("│").split("│")]
     assert re.fullmatch(r"\d/2 \(\d+%\)", cells[1]), society_row
@@ -45,7 +46,7 @@ def test_run_prints_answers_per_round_final_and_totals(tiny_model, tmp_path: Pat
     assert again.returncode == 0, again.stderr
     assert f"resuming runs/{store.name}" in again.stdout
     assert "this session: model calls 0 · replayed from the store 0 · questions run 0, already stored 2" in again.stdout
-    table = lambda text: text[text.index("answers per round"):text.index("totals")]  # noqa: E731
+    table = lambda text: text[text.index("answers per round") : text.index("totals")]  # noqa: E731
     assert table(again.stdout) == table(out)
 
 
@@ -62,9 +63,24 @@ def test_ask_shows_each_round_as_it_happens(tiny_model, tmp_path: Path) -> None:
 def test_run_over_http_against_a_real_server(llama_server: str, tmp_path: Path) -> None:
     env = dict(os.environ, **{SERVER_KEY_ENV: SERVER_KEY})
     result = moot(
-        "run", "--backend", "openai", "--base-url", llama_server, "--api-key-env", SERVER_KEY_ENV,
-        "--protocol", "vote", "--agents", "3", "--questions", "2", "--max-tokens", "96", env=env, cwd=tmp_path,
-    )  # fmt: skip
+        "run",
+        "--backend",
+        "openai",
+        "--base-url",
+        llama_server,
+        "--api-key-env",
+        SERVER_KEY_ENV,
+        "--protocol",
+        "vote",
+        "--agents",
+        "3",
+        "--questions",
+        "2",
+        "--max-tokens",
+        "96",
+        env=env,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "this session: model calls 6" in result.stdout
     assert SERVER_KEY not in result.stdout + result.stderr

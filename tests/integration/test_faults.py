@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.backends.base import BackendConfig, GenerationRequest, Message
+from moot.backends.base import GenerationRequest, Message
+from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
 from moot.errors import BackendError
 from moot.runner.config import parse_experiment
@@ -31,7 +32,7 @@ def proxy(llama_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultP
 
 
 def backend(proxy: FaultProxy, **changes: object) -> OpenAIBackend:
-    config = BackendConfig(kind="openai", base_url=proxy.url, model="qwen-test", api_key_env=SERVER_KEY_ENV)
+    config = OpenAIBackendConfig(base_url=proxy.url, model="qwen-test", api_key_env=SERVER_KEY_ENV)
     return OpenAIBackend(config.model_copy(update=changes))
 
 
@@ -79,10 +80,15 @@ def test_a_run_keeps_going_past_permanent_failures_and_retries_them_later(proxy:
             "concurrency": 1,
             "tasks": [{"name": "arithmetic", "count": 3}],
             "agent": {
-                "backend": {"kind": "openai", "base_url": proxy.url, "model": "qwen-test",
-                            "api_key_env": SERVER_KEY_ENV, "max_retries": 1},
+                "backend": {
+                    "kind": "openai",
+                    "base_url": proxy.url,
+                    "model": "qwen-test",
+                    "api_key_env": SERVER_KEY_ENV,
+                    "max_retries": 1,
+                },
                 "sampling": {"temperature": 0.0, "max_tokens": 24},
-            },  # fmt: skip
+            },
             "conditions": [{"name": "single", "protocol": "single"}],
         }
     )

@@ -8,12 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from moot.backends.base import BackendConfig, GenerationRequest, Message
+from moot.backends.base import GenerationRequest, Message
+from moot.backends.config import LocalBackendConfig
 from moot.backends.factory import make_backend
 from moot.backends.local import LocalBackend
 from moot.calls import Caller
 from moot.debate import FinalStatus, Sampling, resolve_protocol, run_debate
-from moot.debate.aggregation import majority_vote
+from moot.debate.components.aggregation import majority_vote
 from moot.models import TEST_MODEL
 from moot.runner.evaluate import build_agents, close_agents, uniform_agents
 from moot.tasks import ParseStatus, get_task
@@ -26,7 +27,7 @@ POEM = (Message("user", "Write one short sentence about the sea."),)
 @pytest.fixture(scope="module")
 def backend(tiny_model) -> Iterator[LocalBackend]:  # type: ignore[no-untyped-def]
     """One loaded model for the module; its generation thread serves every test's event loop."""
-    local = make_backend(BackendConfig(kind="local", model=TEST_MODEL, n_ctx=4096))
+    local = make_backend(LocalBackendConfig(model=TEST_MODEL, n_ctx=4096))
     assert isinstance(local, LocalBackend)
     yield local
     asyncio.run(local.aclose())
@@ -35,7 +36,7 @@ def backend(tiny_model) -> Iterator[LocalBackend]:  # type: ignore[no-untyped-de
 async def test_real_two_agent_two_round_debate(tiny_model) -> None:  # type: ignore[no-untyped-def]
     task = get_task("arithmetic")
     question = task.questions(1, seed=0)[0]
-    specs = uniform_agents(2, BackendConfig(kind="local", model=TEST_MODEL, n_ctx=4096), Sampling(max_tokens=160))
+    specs = uniform_agents(2, LocalBackendConfig(model=TEST_MODEL, n_ctx=4096), Sampling(max_tokens=160))
     agents = build_agents(specs)
     assert agents[0].backend is agents[1].backend  # one model instance serves both agents
     caller = Caller()
@@ -78,7 +79,9 @@ async def test_seeded_sampling_is_reproducible(backend: LocalBackend) -> None:
     assert len(two.samples) == 2
     assert two.samples[0].text == first.samples[0].text  # sample 0 uses the request seed
     others = {
-        (await backend.generate(GenerationRequest(messages=POEM, temperature=1.0, max_tokens=40, seed=s))).samples[0].text
+        (await backend.generate(GenerationRequest(messages=POEM, temperature=1.0, max_tokens=40, seed=s)))
+        .samples[0]
+        .text
         for s in (1, 2, 3)
     }
     assert len(others | {first.samples[0].text}) > 1

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from moot.backends.base import BackendConfig, GenerationRequest, Message
+from moot.backends.base import GenerationRequest, Message
+from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
 from moot.calls import Caller
 from moot.debate import FinalStatus, Sampling, resolve_protocol, run_debate
@@ -27,8 +28,8 @@ def key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def config(base_url: str, **changes: object) -> BackendConfig:
-    return BackendConfig(kind="openai", base_url=base_url, api_key_env=SERVER_KEY_ENV).model_copy(update=changes)
+def config(base_url: str, **changes: object) -> OpenAIBackendConfig:
+    return OpenAIBackendConfig(base_url=base_url, api_key_env=SERVER_KEY_ENV).model_copy(update=changes)
 
 
 async def test_real_two_agent_two_round_debate_over_http(llama_server: str, key: None) -> None:
@@ -82,9 +83,7 @@ async def test_samples_logprobs_and_seeds(llama_server: str, key: None) -> None:
         proxy.close()
 
 
-async def test_the_api_key_comes_from_the_environment_only(
-    llama_server: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_api_key_comes_from_the_environment_only(llama_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SERVER_KEY_ENV, "wrong-key")
     cfg = config(llama_server, model="qwen-test")
     assert SERVER_KEY not in cfg.model_dump_json() and "wrong-key" not in cfg.model_dump_json()
@@ -104,10 +103,9 @@ async def test_server_errors_become_backend_errors(llama_server: str, key: None)
 
 async def test_unreachable_server_is_one_clear_error() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    backend = OpenAIBackend(BackendConfig(kind="openai", base_url=url, max_retries=0))
+    backend = OpenAIBackend(OpenAIBackendConfig(base_url=url, max_retries=0))
     with pytest.raises(BackendError, match=f"cannot reach {url}"):
         await backend.generate(GenerationRequest(messages=HELLO))
     await backend.aclose()
     with pytest.raises(ConfigError, match="needs a base URL"):
-        OpenAIBackend(BackendConfig(kind="openai"))
-
+        OpenAIBackend(OpenAIBackendConfig())

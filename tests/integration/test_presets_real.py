@@ -30,11 +30,16 @@ def test_every_preset_family_runs_on_the_real_model(tiny_model, tmp_path: Path) 
                 {"name": "sparse", "protocol": "sparse", "agents": 4, "rounds": 2},
                 {"name": "fresh", "protocol": "society", "agents": 2, "history": "fresh", "rendering": "grouped"},
                 {"name": "refine", "protocol": "self-refine", "rounds": 2},
-                {"name": "adaptive", "protocol": "du-adaptive", "agents": 2, "rounds": 2,
-                 "judge": {"sampling": {"temperature": 0.0, "max_tokens": 60}}},
+                {
+                    "name": "adaptive",
+                    "protocol": "du-adaptive",
+                    "agents": 2,
+                    "rounds": 2,
+                    "judge": {"sampling": {"temperature": 0.0, "max_tokens": 60}},
+                },
             ],
         }
-    )  # fmt: skip
+    )
     path = tmp_path / "run.sqlite"
     outcome = asyncio.run(run_experiment(config, path))
     store = RunStore.open(path)
@@ -48,7 +53,9 @@ def test_every_preset_family_runs_on_the_real_model(tiny_model, tmp_path: Path) 
     assert all(v["judge"]["text"] for v in adaptive_votes)
     turns = list(store.rows("turns"))
     fresh_round1 = [json.loads(t["shown"]) for t in turns if t["condition"] == "fresh" and t["round"] == 1]
-    assert all(len(shown) == 2 and "This was your most recent opinion" in shown[-1]["content"] for shown in fresh_round1)
+    assert all(
+        len(shown) == 2 and "This was your most recent opinion" in shown[-1]["content"] for shown in fresh_round1
+    )
     sparse_round1 = [t for t in turns if t["condition"] == "sparse" and t["round"] == 1]
     assert all(json.loads(t["shown"])[-1]["content"].count("One agent response:") == 2 for t in sparse_round1)
     # round 0 is shared: agent-1 and agent-2 answer once for every condition that starts from them
@@ -71,10 +78,16 @@ def test_liang_runs_on_the_real_model(tiny_model, tmp_path: Path) -> None:  # ty
                 "backend": {"kind": "local", "model": "qwen2.5-0.5b", "n_ctx": 4096},
                 "sampling": {"temperature": 0.7, "max_tokens": 48},
             },
-            "conditions": [{"name": "liang", "protocol": "liang-fixed", "rounds": 1,
-                            "judge": {"sampling": {"temperature": 0.0, "max_tokens": 96}}}],
+            "conditions": [
+                {
+                    "name": "liang",
+                    "protocol": "liang-fixed",
+                    "rounds": 1,
+                    "judge": {"sampling": {"temperature": 0.0, "max_tokens": 96}},
+                }
+            ],
         }
-    )  # fmt: skip
+    )
     path = tmp_path / "run.sqlite"
     outcome = asyncio.run(run_experiment(config, path))
     store = RunStore.open(path)
@@ -106,7 +119,7 @@ def test_confidence_and_diversity_presets_run_on_the_real_model(tiny_model, tmp_
                 {"name": "diverse-confidence", "protocol": "diverse-confidence", "agents": 2, "pool_size": 3},
             ],
         }
-    )  # fmt: skip
+    )
     path = tmp_path / "run.sqlite"
     asyncio.run(run_experiment(config, path))
     store = RunStore.open(path)
@@ -118,7 +131,7 @@ def test_confidence_and_diversity_presets_run_on_the_real_model(tiny_model, tmp_
         assert len(pool["texts"]) == 3 and len(pool["selected"]) == 2
     turns = [t for t in store.rows("turns") if t["condition"].startswith("confidence")]
     first = json.loads(turns[0]["shown"])[-1]["content"]
-    assert 'Confidence: N' in first
+    assert "Confidence: N" in first
     # whatever the small model wrote, a stated confidence is in range and anything else is missing
     assert all(t["confidence"] is None or 0 <= t["confidence"] <= 10 for t in turns)
     store.close()
@@ -134,12 +147,17 @@ def test_dar_and_mad_m2_run_on_the_real_model_with_logprobs(tiny_model, tmp_path
                 "sampling": {"temperature": 0.7, "max_tokens": 40},
             },
             "conditions": [
-                {"name": "dar", "protocol": "dar", "agents": 3, "rounds": 2,
-                 "judge": {"sampling": {"temperature": 0.0, "max_tokens": 24}}},
+                {
+                    "name": "dar",
+                    "protocol": "dar",
+                    "agents": 3,
+                    "rounds": 2,
+                    "judge": {"sampling": {"temperature": 0.0, "max_tokens": 24}},
+                },
                 {"name": "mad-m2", "protocol": "mad-m2", "agents": 3, "rounds": 2},
             ],
         }
-    )  # fmt: skip
+    )
     path = tmp_path / "run.sqlite"
     outcome = asyncio.run(run_experiment(config, path))
     store = RunStore.open(path)

@@ -42,8 +42,10 @@ rounds = 2
 def moot_run(config: Path, output: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "moot", "run", str(config), "--output", str(output)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_a_killed_real_run_resumes_to_identical_replies(tiny_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -55,8 +57,9 @@ def test_a_killed_real_run_resumes_to_identical_replies(tiny_model, tmp_path: Pa
     killed = tmp_path / "killed.sqlite"
     proc = subprocess.Popen(
         [sys.executable, "-m", "moot", "run", str(config), "--output", str(killed)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 300
     while count_results(killed) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

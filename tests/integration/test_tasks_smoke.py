@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.backends.base import BackendConfig
+from moot.backends.config import LocalBackendConfig
 from moot.backends.factory import make_backend
 from moot.backends.local import LocalBackend
 from moot.calls import Caller
@@ -26,7 +26,7 @@ from moot.tasks.chess_tasks import ChessMoveTask
 pytestmark = pytest.mark.model
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "tasks"
-CONFIG = BackendConfig(kind="local", model=TEST_MODEL, n_ctx=4096)
+CONFIG = LocalBackendConfig(model=TEST_MODEL, n_ctx=4096)
 SAMPLING = Sampling(temperature=0.0, max_tokens=96)
 
 # task -> local data file (None: offline data or generated)
@@ -78,6 +78,7 @@ async def test_one_question(name: str, backend: LocalBackend) -> None:
     finally:
         if isinstance(task, ChessMoveTask):
             task.close()
+
 
 async def test_biography_and_its_judge(backend: LocalBackend) -> None:
     task = get_task("biographies", data=FIXTURES / "biographies.jsonl")

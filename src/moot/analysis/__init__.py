@@ -14,10 +14,16 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "AnalysisError": "report", "Report": "report", "build_report": "report", "compare_conditions": "report",
-    "print_comparison": "render", "print_report": "render", "report_markdown": "render",
-    "report_html": "html", "write_html": "html",
-}  # fmt: skip
+    "AnalysisError": "report",
+    "Report": "report",
+    "build_report": "report",
+    "compare_conditions": "report",
+    "print_comparison": "render",
+    "print_report": "render",
+    "report_markdown": "render",
+    "report_html": "html",
+    "write_html": "html",
+}
 
 __all__ = sorted(_WHERE)
 

@@ -99,8 +99,11 @@ def calibrate(confidences: Sequence[float], correct: Sequence[bool], bins: int =
     """Every calibration figure of a set of (confidence, correct) answers; confidences in [0, 1]."""
     conf = [float(c) for c in confidences]
     return Calibration(
-        n=len(conf), correct=int(sum(bool(c) for c in correct)),
+        n=len(conf),
+        correct=int(sum(bool(c) for c in correct)),
         mean_confidence=float(np.mean(conf)) if conf else math.nan,
-        bins=tuple(reliability(conf, correct, equal_width_edges(bins))), brier=brier(conf, correct),
-        ece=expected_calibration_error(conf, correct, bins), auroc=auroc(conf, correct),
-    )  # fmt: skip
+        bins=tuple(reliability(conf, correct, equal_width_edges(bins))),
+        brier=brier(conf, correct),
+        ece=expected_calibration_error(conf, correct, bins),
+        auroc=auroc(conf, correct),
+    )

@@ -18,9 +18,12 @@ from moot.cli_support import reports_errors
 F = TypeVar("F", bound=Callable[..., Any])
 
 app = typer.Typer(
-    name="moot", help="Reports and paired comparisons of stored runs.", no_args_is_help=True,
-    pretty_exceptions_enable=False, add_completion=False,
-)  # fmt: skip
+    name="moot",
+    help="Reports and paired comparisons of stored runs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
 
 Run = Annotated[Path, typer.Argument(help="A run's SQLite store (see `moot runs`).")]
 Seed = Annotated[int, typer.Option(help="Seed of every bootstrap resampling.")]

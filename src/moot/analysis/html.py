@@ -140,18 +140,18 @@ TEMPLATE = """<!DOCTYPE html>
 {% for r in t.rounds %}
 <div class="round" data-round="{{ r.index }}">
 <h4>Round {{ r.index }}</h4>
-{% if r.pool %}{% set kept = r.pool.get('selected', []) %}
-<details class="shown pool"><summary>candidate pool: {{ r.pool.get('texts', [])|length }} sampled, {{ kept|length }} retained</summary>
+{% if r.pool %}{% set kept = r.pool.selected %}
+<details class="shown pool"><summary>candidate pool: {{ r.pool.texts|length }} sampled, {{ kept|length }} retained</summary>
 <table class="data"><thead><tr><th>#</th><th>from</th><th>answer</th><th>retained as</th><th>reply</th></tr></thead><tbody>
-{% for text in r.pool.get('texts', []) %}{% set i = loop.index0 %}<tr><td>{{ i }}</td><td>{{ r.pool.get('sources', [])[i] if i < r.pool.get('sources', [])|length }}</td>
-<td>{{ r.pool.get('answers', [])[i] if i < r.pool.get('answers', [])|length }}</td>
+{% for text in r.pool.texts %}{% set i = loop.index0 %}<tr><td>{{ i }}</td><td>{{ r.pool.sources[i] if i < r.pool.sources|length }}</td>
+<td>{{ r.pool.answers[i] if i < r.pool.answers|length }}</td>
 <td>{% for k in kept %}{% if k == i %}agent {{ loop.index }} {% endif %}{% endfor %}</td><td><pre>{{ text }}</pre></td></tr>{% endfor %}
 </tbody></table></details>{% endif %}
-{% if r.retention %}{% set x = r.retention %}<div class="retention">retention <b>{{ x.get('rule') }}</b>{% if x.get('fallback') %} · <span class="bad">fallback</span>: the filter's selection was invalid or empty, all kept{% endif %}
-· kept {{ (x.get('kept') or [])|join(', ') or 'none' }} · {{ x.get('forwarded') }} repl{{ 'y' if x.get('forwarded') == 1 else 'ies' }} forwarded
-{% if x.get('diversity') is not none %}· kept diversity {{ fixed(x.get('diversity'), 3) }}{% if x.get('diversity_measure') %} ({{ x.get('diversity_measure') }}){% endif %}{% endif %}
-{% if x.get('filter_calls') %}· filter: {{ x.get('filter_calls') }} call{{ 's' if x.get('filter_calls') != 1 }}, {{ x.get('filter_prompt_tokens') }} + {{ x.get('filter_completion_tokens') }} tokens{% endif %}
-{% if x.get('filter_text') is not none %}<details class="filter-reply"><summary>filter's reply</summary><pre>{{ x.get('filter_text') }}</pre></details>{% endif %}</div>{% endif %}
+{% if r.retention %}{% set x = r.retention %}<div class="retention">retention <b>{{ x.rule }}</b>{% if x.fallback %} · <span class="bad">fallback</span>: the filter's selection was invalid or empty, all kept{% endif %}
+· kept {{ x.kept|join(', ') or 'none' }} · {{ x.forwarded }} repl{{ 'y' if x.forwarded == 1 else 'ies' }} forwarded
+{% if x.diversity is not none %}· kept diversity {{ fixed(x.diversity, 3) }}{% if x.diversity_measure %} ({{ x.diversity_measure }}){% endif %}{% endif %}
+{% if x.filter_calls %}· filter: {{ x.filter_calls }} call{{ 's' if x.filter_calls != 1 }}, {{ x.filter_prompt_tokens }} + {{ x.filter_completion_tokens }} tokens{% endif %}
+{% if x.filter_text is not none %}<details class="filter-reply"><summary>filter's reply</summary><pre>{{ x.filter_text }}</pre></details>{% endif %}</div>{% endif %}
 {% for turn in r.turns %}
 <div class="turn" data-agent="{{ turn.agent }}">
 <div class="turn-head"><b>{{ turn.agent }}</b> → answer
@@ -170,13 +170,13 @@ TEMPLATE = """<!DOCTYPE html>
 <div class="vote">vote: {% for answer, n in r.votes %}{{ answer }} ×{{ n }}{{ ', ' if not loop.last }}{% else %}no parsed answer{% endfor %}
 → <b>{{ r.winner if r.winner is not none else '·' }}</b> {% if r.winner_correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}
 </div>
-{% if r.judge %}<div class="vote">judge: answer <b>{{ r.judge.get('answer') if r.judge.get('answer') is not none else '·' }}</b>{% if r.judge.get('confidence') is not none %}, confidence {{ r.judge.get('confidence') }}{% endif %}
+{% if r.judge %}<div class="vote">judge: answer <b>{{ r.judge.answer if r.judge.answer is not none else '·' }}</b>{% if r.judge.confidence is not none %}, confidence {{ r.judge.confidence }}{% endif %}
 {% if r.system_answer != r.winner or r.system_correct != r.winner_correct %}→ round answer <b>{{ r.system_answer if r.system_answer is not none else '·' }}</b> {% if r.system_correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}{% endif %}
-{% if r.judge.get('text') %}<details class="shown"><summary>judge's reply</summary><pre>{{ r.judge.get('text') }}</pre></details>{% endif %}</div>{% endif %}
+{% if r.judge.text %}<details class="shown"><summary>judge's reply</summary><pre>{{ r.judge.text }}</pre></details>{% endif %}</div>{% endif %}
 </div>
 {% endfor %}
-{% if t.final_judge %}<div class="vote">final judge: answer <b>{{ t.final_judge.get('answer') if t.final_judge.get('answer') is not none else '·' }}</b>{% if t.final_judge.get('confidence') is not none %}, confidence {{ t.final_judge.get('confidence') }}{% endif %}
-{% if t.final_judge.get('text') %}<details class="shown"><summary>final judge's reply</summary><pre>{{ t.final_judge.get('text') }}</pre></details>{% endif %}</div>{% endif %}
+{% if t.final_judge %}<div class="vote">final judge: answer <b>{{ t.final_judge.answer if t.final_judge.answer is not none else '·' }}</b>{% if t.final_judge.confidence is not none %}, confidence {{ t.final_judge.confidence }}{% endif %}
+{% if t.final_judge.text %}<details class="shown"><summary>final judge's reply</summary><pre>{{ t.final_judge.text }}</pre></details>{% endif %}</div>{% endif %}
 <p>Final answer <b>{{ t.final_answer if t.final_answer is not none else '·' }}</b> ({{ t.status }}) after {{ t.rounds_used }} round{{ 's' if t.rounds_used != 1 }}; stop reason: {{ t.stop_reason }}.</p>
 </div>
 </details>
@@ -199,10 +199,17 @@ def report_html(report: Report) -> str:
     environment = Environment(autoescape=True, trim_blocks=False, lstrip_blocks=False)
     template = environment.from_string(TEMPLATE)
     return template.render(
-        report=report, header=header_lines(report), sections=sections(report), plots=plots(report),
-        tasks=[t.task for t in report.tasks], fixed=fixed, numeric_columns=numeric_columns, style=Markup(STYLE),
-        script=Markup(SCRIPT), script_hash=SCRIPT_HASH,
-    )  # fmt: skip
+        report=report,
+        header=header_lines(report),
+        sections=sections(report),
+        plots=plots(report),
+        tasks=[t.task for t in report.tasks],
+        fixed=fixed,
+        numeric_columns=numeric_columns,
+        style=Markup(STYLE),
+        script=Markup(SCRIPT),
+        script_hash=SCRIPT_HASH,
+    )
 
 
 def write_html(report: Report, path: Path) -> Path:

@@ -92,8 +92,12 @@ def stopping_plot(report: Report) -> Plot:
 
 
 def reliability_plot(report: Report) -> Plot | None:
-    found = [(label, source, k) for label, c in _entries(report)
-             for source, k in (("agents", c.calibration), ("judge", c.judge_calibration)) if k is not None]  # fmt: skip
+    found = [
+        (label, source, k)
+        for label, c in _entries(report)
+        for source, k in (("agents", c.calibration), ("judge", c.judge_calibration))
+        if k is not None
+    ]
     if not found:
         return None
     figure, ax = _figure(4.6, 3.9)

@@ -20,8 +20,9 @@ def header_lines(report: Report) -> list[str]:
 
 
 def rich_table(table: Table) -> RichTable:
-    out = RichTable(title=escape(table.title), title_justify="left", caption=escape(table.note) or None,
-                    caption_justify="left")  # fmt: skip
+    out = RichTable(
+        title=escape(table.title), title_justify="left", caption=escape(table.note) or None, caption_justify="left"
+    )
     for column, numeric in zip(table.columns, numeric_columns(table)):
         out.add_column(escape(column), justify="right" if numeric else "left", overflow="fold")
     for row in table.rows:
@@ -50,8 +51,12 @@ def _cell(text: str) -> str:
 
 
 def markdown_table(table: Table) -> str:
-    lines = [f"### {_cell(table.title)}", "", "| " + " | ".join(_cell(c) for c in table.columns) + " |",
-             "|" + "|".join("---:" if numeric else "---" for numeric in numeric_columns(table)) + "|"]  # fmt: skip
+    lines = [
+        f"### {_cell(table.title)}",
+        "",
+        "| " + " | ".join(_cell(c) for c in table.columns) + " |",
+        "|" + "|".join("---:" if numeric else "---" for numeric in numeric_columns(table)) + "|",
+    ]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
     if table.note:
         lines += ["", _cell(table.note)]

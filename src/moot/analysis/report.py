@@ -7,13 +7,11 @@ retention and efficiency figures once debate rounds record which replies were fo
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from moot.analysis import stats
 from moot.analysis.calibration import Calibration, calibrate, to_probabilities
@@ -30,19 +28,16 @@ from moot.analysis.transitions import (
     oracle,
     round_to_round,
 )
-from moot.debate.topology import Topology
+from moot.debate.records import JudgeVerdict, PoolRecord, RetentionRecord, Turn
 from moot.errors import MootError
+from moot.runner.config import ResolvedCondition
+from moot.runner.records import StoredResult
 from moot.runner.store import RunStore
-from moot.runner.summary import helper_usage
+from moot.runner.summary import Usage, usage
+from moot.tasks.base import ParseStatus
 
 UnitKey = tuple[str, str, int]  # task, question id, seed
-JUDGED = ("judge", "moderator")  # aggregations whose answer is a judge's or moderator's, not the majority
 JUDGE_SCALE = 100.0  # judges and moderators state confidence on 0-100
-
-
-def _protocol(config: dict[str, Any]) -> dict[str, Any]:
-    protocol = config.get("protocol", {})
-    return protocol if isinstance(protocol, dict) else {}
 
 
 class AnalysisError(MootError):
@@ -76,11 +71,11 @@ class RoundView:
     votes: tuple[tuple[str, int], ...]
     winner: str | None
     winner_correct: bool
-    judge: dict[str, Any] | None  # a judge's or moderator's verdict after the round
+    judge: JudgeVerdict | None  # a judge's or moderator's verdict after the round
     system_answer: str | None  # the round's answer as the protocol aggregates (majority, or the judge's)
     system_correct: bool
-    pool: dict[str, Any] | None = None  # a diversity-aware round 0: candidates sampled and the ones retained
-    retention: dict[str, Any] | None = None  # rounds >= 1: the previous replies forwarded (RetentionRecord)
+    pool: PoolRecord | None = None  # a diversity-aware round 0: candidates sampled and the ones retained
+    retention: RetentionRecord | None = None  # rounds >= 1: the previous replies forwarded
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,7 @@ class Transcript:
     rounds_used: int
     stop_reason: str
     error: str | None
-    final_judge: dict[str, Any] | None = None  # a separate final judge's verdict, where the protocol has one
+    final_judge: JudgeVerdict | None = None  # a separate final judge's verdict, where the protocol has one
 
     @property
     def key(self) -> UnitKey:
@@ -114,8 +109,10 @@ class Transcript:
             correct=tuple(tuple(t.correct for t in r.turns) for r in self.rounds),
             system_answers=tuple(r.system_answer for r in self.rounds),
             system_correct=tuple(r.system_correct for r in self.rounds),
-            final_answer=self.final_answer, final_correct=self.correct, rounds_used=self.rounds_used,
-        )  # fmt: skip
+            final_answer=self.final_answer,
+            final_correct=self.correct,
+            rounds_used=self.rounds_used,
+        )
 
     @property
     def changed(self) -> bool:
@@ -125,21 +122,6 @@ class Transcript:
 
 
 # -- per condition ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Usage:
-    """Calls and tokens: ``calls``/tokens/cost/model time are what the condition paid for; ``used_calls``
-    counts every call its debates used (agents' turns, judges, moderators, filters, scorers), including
-    calls shared with another condition or replayed."""
-
-    calls: int
-    used_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    used_tokens: int
-    cost: float | None  # None when a model has no price
-    model_time_s: float
-
-
 @dataclass(frozen=True)
 class Efficiency:
     """What retention forwarded, and what choosing it cost, over the debate rounds (r >= 1) that record it.
@@ -247,15 +229,6 @@ class Report:
 Messages = tuple[tuple[str, str], ...]  # (role, content)
 
 
-def _messages(raw: str | None) -> Messages:
-    if not raw:
-        return ()
-    try:
-        return tuple((str(m.get("role", "")), str(m.get("content", ""))) for m in json.loads(raw))
-    except (ValueError, AttributeError):
-        return ()
-
-
 def _new_messages(shown: Messages, before: Messages | None) -> Messages:
     """What was added to an agent's context since its previous turn (its own reply excluded)."""
     if before is None or shown[: len(before)] != before:
@@ -264,30 +237,22 @@ def _new_messages(shown: Messages, before: Messages | None) -> Messages:
     return added[1:] if added and added[0][0] == "assistant" else added
 
 
-def _peers(config: dict[str, Any]) -> list[list[int]] | None:
-    """Who hears whom in the condition's topology (agent indices), or None when the config does not say."""
-    protocol = _protocol(config)
-    agents = protocol.get("agents") or len(config.get("agents", []))
-    if not agents:
+def _peers(condition: ResolvedCondition | None) -> list[list[int]] | None:
+    """Who hears whom in the condition's topology (agent indices), or None when unknown or invalid."""
+    if condition is None:
         return None
     try:
-        return Topology(**(protocol.get("topology") or {})).peers(int(agents))
-    except (MootError, ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+        return condition.protocol.topology.peers(condition.protocol.agents)
+    except MootError:
         return None
-
-
-def _retention(vote: dict[str, Any]) -> dict[str, Any] | None:
-    retention = vote.get("retention")
-    return retention if isinstance(retention, dict) else None
 
 
 def _retained_text(
-    retention: dict[str, Any], agent: str, order: list[str], peers: list[list[int]] | None, agents: int
+    retention: RetentionRecord, agent: str, order: list[str], peers: list[list[int]] | None, agents: int
 ) -> str:
     """What one agent heard of the previous round: "heard agent-1, agent-4 (dar kept 2 of 4)"."""
-    rule = str(retention.get("rule", "?"))
-    kept = [str(a) for a in retention.get("kept") or []]
-    if retention.get("fallback"):
+    rule, kept = retention.rule, list(retention.kept)
+    if retention.fallback:
         why = f"{rule} fallback: filter selection invalid or empty, kept all {len(kept)}"
     elif rule == "all":
         why = "all replies kept"
@@ -299,123 +264,95 @@ def _retained_text(
     return f"kept {', '.join(kept) or 'none'} ({why})"
 
 
-def _judge_correct(judge: dict[str, Any], turns: Iterable[TurnView], gold: str) -> bool:
-    if "correct" in judge and judge["correct"] is not None:
-        return bool(judge["correct"])
-    answer = judge.get("answer")
-    if answer is None:
+def _judge_correct(judge: JudgeVerdict, turns: Iterable[TurnView], gold: str) -> bool:
+    """A verdict is right when it names an answer some agent got right, or the gold answer."""
+    if judge.answer is None:
         return False
     right = {t.answer for t in turns if t.correct}
-    return answer in right or str(answer).strip() == gold.strip()
+    return judge.answer in right or judge.answer.strip() == gold.strip()
+
+
+def _turn_view(turn: Turn, before: Messages | None, retained: str | None) -> TurnView:
+    shown = tuple((m.role, m.content) for m in turn.shown)
+    return TurnView(
+        agent=turn.agent,
+        text=turn.text,
+        answer=turn.answer,
+        parsed=turn.parse_status == ParseStatus.PARSED,
+        correct=bool(turn.correct),
+        confidence=turn.confidence,
+        finish_reason=turn.finish_reason,
+        prompt_tokens=turn.prompt_tokens,
+        completion_tokens=turn.completion_tokens,
+        shown_new=_new_messages(shown, before),
+        shown=shown,
+        retained=retained,
+        nll=turn.nll,
+        anll=turn.anll,
+        perplexity=turn.perplexity,
+    )
+
+
+def transcript(stored: StoredResult, condition: ResolvedCondition | None) -> Transcript:
+    """One stored result as the viewer shows it; ``condition`` is None for a condition the store does not list."""
+    result, question = stored.result, stored.result.question
+    order = [a.name for a in condition.agents] if condition is not None else []
+    peers = _peers(condition)
+    judged = condition is not None and condition.protocol.judged
+    previous: dict[str, Messages] = {}
+    rounds: list[RoundView] = []
+    for record in result.rounds:
+        retention = record.retention if record.index > 0 else None
+        agents = len(order) or (len(rounds[-1].turns) if rounds else len(record.turns))
+        views = []
+        for turn in record.turns:
+            retained = None if retention is None else _retained_text(retention, turn.agent, order, peers, agents)
+            views.append(_turn_view(turn, previous.get(turn.agent), retained))
+            previous[turn.agent] = views[-1].shown
+        winner = record.vote.winner
+        winner_correct = winner is not None and any(v.correct and v.answer == winner for v in views)
+        judge = record.judge
+        system = (
+            (judge.answer, _judge_correct(judge, views, question.gold))
+            if (judge is not None and judged)
+            else (winner, winner_correct)
+        )
+        rounds.append(
+            RoundView(
+                index=record.index,
+                turns=tuple(views),
+                votes=record.vote.counts,
+                winner=winner,
+                winner_correct=winner_correct,
+                judge=judge,
+                system_answer=system[0],
+                system_correct=system[1],
+                pool=record.pool,
+                retention=retention,
+            )
+        )
+    return Transcript(
+        task=stored.task,
+        question_id=question.id,
+        seed=stored.seed,
+        condition=stored.condition,
+        prompt=question.prompt,
+        gold=question.gold,
+        rounds=tuple(rounds),
+        final_answer=result.final_answer,
+        status=result.status.value,
+        correct=result.correct,
+        rounds_used=result.rounds_used,
+        stop_reason=result.stop_reason,
+        error=result.error,
+        final_judge=result.final_judge,
+    )
 
 
 def read_transcripts(store: RunStore) -> list[Transcript]:
     """Every stored result with its rounds, in question, seed and condition order."""
-    questions = {(q["task"], q["question_id"]): q for q in store.rows("questions")}
     conditions = store.conditions()
-    order = {name: [a["name"] for a in config.get("agents", [])] for name, config in conditions.items()}
-    by_judge = {name for name, config in conditions.items() if _protocol(config).get("aggregation") in JUDGED}
-    topology = {name: _peers(config) for name, config in conditions.items()}
-    turns: dict[tuple[str, str, str, int], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for t in store.rows("turns"):
-        turns[(t["condition"], t["task"], t["question_id"], t["seed"])][t["round"]].append(t)
-    transcripts = []
-    for r in store.rows("results"):
-        key = (r["condition"], r["task"], r["question_id"], r["seed"])
-        question = questions.get((r["task"], r["question_id"]), {"prompt": "", "gold": ""})
-        agent_order = order.get(r["condition"], [])
-        votes = {v.get("round"): v for v in json.loads(r["votes"] or "[]") if isinstance(v, dict)}
-        previous: dict[str, Messages] = {}
-        rounds: list[RoundView] = []
-        for index, rows in sorted(turns[key].items()):
-            rows.sort(key=lambda t: agent_order.index(t["agent"]) if t["agent"] in agent_order else len(agent_order))
-            vote = votes.get(index, {})
-            retention = _retention(vote) if index > 0 else None
-            agents = len(agent_order) or (len(rounds[-1].turns) if rounds else len(rows))
-            views = []
-            for t in rows:
-                shown = _messages(t["shown"])
-                retained = t.get("retained")
-                if retained is None and retention is not None:
-                    retained = _retained_text(retention, t["agent"], agent_order, topology.get(r["condition"]), agents)
-                views.append(
-                    TurnView(
-                        agent=t["agent"], text=t["text"], answer=t["answer"], parsed=t["parse_status"] == "parsed",
-                        correct=bool(t["correct"]), confidence=t.get("confidence"), finish_reason=t["finish_reason"],
-                        prompt_tokens=t["prompt_tokens"], completion_tokens=t["completion_tokens"],
-                        shown_new=_new_messages(shown, previous.get(t["agent"])), shown=shown,
-                        retained=retained, nll=t.get("nll"), anll=t.get("anll"), perplexity=t.get("perplexity"),
-                    )  # fmt: skip
-                )
-                previous[t["agent"]] = shown
-            winner = vote.get("winner")
-            judge = vote.get("judge") if isinstance(vote.get("judge"), dict) else None
-            winner_correct = winner is not None and any(v.correct and v.answer == winner for v in views)
-            system = (judge.get("answer"), _judge_correct(judge, views, question["gold"])) if (
-                judge is not None and r["condition"] in by_judge) else (winner, winner_correct)  # fmt: skip
-            rounds.append(
-                RoundView(
-                    index=index, turns=tuple(views), votes=tuple((str(a), int(n)) for a, n in vote.get("counts", [])),
-                    winner=winner, winner_correct=winner_correct, judge=judge, system_answer=system[0],
-                    system_correct=system[1], pool=vote.get("pool") if isinstance(vote.get("pool"), dict) else None,
-                    retention=retention,
-                )  # fmt: skip
-            )
-        final_judge = json.loads(r["final_judge"]) if r.get("final_judge") else None
-        transcripts.append(
-            Transcript(
-                task=r["task"], question_id=r["question_id"], seed=r["seed"], condition=r["condition"],
-                prompt=question["prompt"], gold=question["gold"], rounds=tuple(rounds), final_answer=r["final_answer"],
-                status=r["status"], correct=bool(r["correct"]), rounds_used=r["rounds_used"],
-                stop_reason=r["stop_reason"], error=r["error"],
-                final_judge=final_judge if isinstance(final_judge, dict) else None,
-            )  # fmt: skip
-        )
-    question_index = {k: i for i, k in enumerate(questions)}
-    condition_index = {name: i for i, name in enumerate(conditions)}
-    transcripts.sort(
-        key=lambda t: (question_index.get((t.task, t.question_id), len(question_index)), t.seed,
-                       condition_index.get(t.condition, len(condition_index)))
-    )  # fmt: skip
-    return transcripts
-
-
-def _usage(store: RunStore) -> dict[tuple[str, str], Usage]:
-    """Paid and used calls per (condition, task), priced from the run's [prices]."""
-    prices = store.meta().get("config", {}).get("prices", {}) or {}
-    paid: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0, 0.0])
-    unpriced: set[tuple[str, str]] = set()
-    for c in store.rows("calls"):
-        key = (c["condition"], c["task"])
-        p = paid[key]
-        p[0] += 1
-        p[1] += c["prompt_tokens"]
-        p[2] += c["completion_tokens"]
-        p[3] += c["latency_s"]
-        price = prices.get(c["model_name"])
-        if price is None:
-            unpriced.add(key)
-        else:
-            p[4] += (c["prompt_tokens"] * price["prompt"] + c["completion_tokens"] * price["completion"]) / 1e6
-    used: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for t in store.rows("turns"):
-        u = used[(t["condition"], t["task"])]
-        u[0] += 1
-        u[1] += t["prompt_tokens"] + t["completion_tokens"]
-    for r in store.rows("results"):  # judge, moderator, filter and scorer calls are used too
-        calls, prompt_tokens, completion_tokens = helper_usage(r)
-        u = used[(r["condition"], r["task"])]
-        u[0] += calls
-        u[1] += prompt_tokens + completion_tokens
-    keys = set(paid) | set(used)
-    return {
-        k: Usage(
-            calls=int(paid[k][0]), used_calls=used[k][0], prompt_tokens=int(paid[k][1]),
-            completion_tokens=int(paid[k][2]), used_tokens=used[k][1],
-            cost=None if k in unpriced else float(paid[k][4]), model_time_s=float(paid[k][3]),
-        )  # fmt: skip
-        for k in keys
-    }
+    return [transcript(r, conditions.get(r.condition)) for r in store.results()]
 
 
 def _calibration(
@@ -432,8 +369,8 @@ def _calibration(
                 if turn.confidence is not None:
                     agent_conf.append(float(turn.confidence))
                     agent_right.append(turn.correct)
-            if r.judge is not None and r.judge.get("confidence") is not None:
-                judge_conf.append(float(r.judge["confidence"]))
+            if r.judge is not None and r.judge.confidence is not None:
+                judge_conf.append(float(r.judge.confidence))
                 judge_right.append(_judge_correct(r.judge, r.turns, t.gold))
     agents = calibrate(to_probabilities(agent_conf, agent_scale), agent_right) if agent_conf else None
     judge = calibrate(to_probabilities(judge_conf, JUDGE_SCALE), judge_right) if judge_conf else None
@@ -444,40 +381,42 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _number(x: Any) -> float | None:
+def _number(x: float | None) -> float | None:
     """A finite stored number, or None."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-        return None
-    return float(x)
+    return float(x) if x is not None and math.isfinite(x) else None
 
 
-def _efficiency(config: dict[str, Any], transcripts: list[Transcript]) -> Efficiency | None:
+def _efficiency(condition: ResolvedCondition | None, transcripts: list[Transcript]) -> Efficiency | None:
     """Retention's forwarded replies, fallbacks, filter cost and kept diversity; None when no round records it."""
     records = [r.retention for t in transcripts for r in t.rounds if r.retention is not None]
     if not records:
         return None
-    peers = _peers(config)
-    diversities = [d for x in records if (d := _number(x.get("diversity"))) is not None]
+    peers = _peers(condition)
+    diversities = [d for x in records if (d := _number(x.diversity)) is not None]
     anlls = [a for t in transcripts for r in t.rounds for turn in r.turns if (a := _number(turn.anll)) is not None]
     perplexities = [
         p for t in transcripts for r in t.rounds for turn in r.turns if (p := _number(turn.perplexity)) is not None
-    ]  # fmt: skip
-    measures = list(dict.fromkeys(str(x["diversity_measure"]) for x in records if x.get("diversity_measure")))
+    ]
+    measures = list(dict.fromkeys(x.diversity_measure for x in records if x.diversity_measure))
     return Efficiency(
-        rules=tuple(dict.fromkeys(str(x.get("rule", "?")) for x in records)), rounds=len(records),
-        forwarded=sum(int(x.get("forwarded") or 0) for x in records),
+        rules=tuple(dict.fromkeys(x.rule for x in records)),
+        rounds=len(records),
+        forwarded=sum(x.forwarded for x in records),
         full=None if peers is None else len(records) * sum(len(p) for p in peers),
-        fallbacks=sum(bool(x.get("fallback")) for x in records),
-        filter_calls=sum(int(x.get("filter_calls") or 0) for x in records),
-        filter_prompt_tokens=sum(int(x.get("filter_prompt_tokens") or 0) for x in records),
-        filter_completion_tokens=sum(int(x.get("filter_completion_tokens") or 0) for x in records),
-        diversity=_mean(diversities), diversity_measure=", ".join(measures) or None,
-        anll=_mean(anlls), anll_turns=len(anlls), perplexity=_mean(perplexities),
-    )  # fmt: skip
+        fallbacks=sum(x.fallback for x in records),
+        filter_calls=sum(x.filter_calls for x in records),
+        filter_prompt_tokens=sum(x.filter_prompt_tokens for x in records),
+        filter_completion_tokens=sum(x.filter_completion_tokens for x in records),
+        diversity=_mean(diversities),
+        diversity_measure=", ".join(measures) or None,
+        anll=_mean(anlls),
+        anll_turns=len(anlls),
+        perplexity=_mean(perplexities),
+    )
 
 
 def _condition_report(
-    name: str, config: dict[str, Any], transcripts: list[Transcript], usage: Usage
+    name: str, condition: ResolvedCondition | None, transcripts: list[Transcript], usage: Usage
 ) -> ConditionReport:
     # debate dynamics leave out questions that ended with an error (counted apart, scored wrong)
     trajectories = [t.trajectory() for t in transcripts if t.status != "error"]
@@ -493,12 +432,13 @@ def _condition_report(
             by_round[r.index][0] += 1
             by_round[r.index][1] += r.system_correct
     ftf, ftf_total = first_to_final(trajectories)
-    protocol = _protocol(config)
-    scale = protocol.get("confidence_scale") if protocol.get("confidence") else None
+    scale = condition.protocol.stated_confidence_scale if condition is not None else None
     agents_cal, judge_cal = _calibration(transcripts, float(scale) if scale else None)
     return ConditionReport(
-        name=name, protocol=str(protocol.get("name", "")),
-        agents=len(config.get("agents", [])), accuracy=stats.wilson(right, n),
+        name=name,
+        protocol=condition.protocol.name if condition is not None else "",
+        agents=len(condition.agents) if condition is not None else 0,
+        accuracy=stats.wilson(right, n),
         unparsed=sum(t.status == "unparsed" for t in transcripts),
         abstained=sum(t.status == "abstained" for t in transcripts),
         errors=sum(t.status == "error" for t in transcripts),
@@ -506,40 +446,54 @@ def _condition_report(
         rounds=tuple((k, v[0], v[1]) for k, v in sorted(by_rounds.items())),
         stop_reasons=tuple(Counter(t.stop_reason for t in transcripts).most_common()),
         accuracy_by_round=tuple((k, v[0], v[1]) for k, v in sorted(by_round.items())),
-        usage=usage, first_to_final=tuple(ftf.items()), first_to_final_total=ftf_total,
-        round_to_round=tuple(round_to_round(trajectories).items()), agent_changes=tuple(agent_changes(trajectories)),
-        oracle=oracle(trajectories), diversity=initial_diversity(trajectories), calibration=agents_cal,
-        judge_calibration=judge_cal, efficiency=_efficiency(config, transcripts),
-    )  # fmt: skip
+        usage=usage,
+        first_to_final=tuple(ftf.items()),
+        first_to_final_total=ftf_total,
+        round_to_round=tuple(round_to_round(trajectories).items()),
+        agent_changes=tuple(agent_changes(trajectories)),
+        oracle=oracle(trajectories),
+        diversity=initial_diversity(trajectories),
+        calibration=agents_cal,
+        judge_calibration=judge_cal,
+        efficiency=_efficiency(condition, transcripts),
+    )
 
 
 def pair_report(
-    a: str, b: str, results: dict[str, dict[UnitKey, Transcript]], seed: int = 0,
+    a: str,
+    b: str,
+    results: dict[str, dict[UnitKey, Transcript]],
+    seed: int = 0,
     resamples: int = stats.DEFAULT_RESAMPLES,
-) -> PairReport:  # fmt: skip
+) -> PairReport:
     """Compare conditions A and B on the questions (and seeds) both answered."""
     common = [k for k in results[a] if k in results[b]]
     ra = [results[a][k] for k in common]
     rb = [results[b][k] for k in common]
     return PairReport(
-        a=a, b=b,
+        a=a,
+        b=b,
         accuracy=stats.compare_paired([t.correct for t in ra], [t.correct for t in rb], seed, resamples),
         holm_p=None,
         rounds=stats.compare_rounds([t.rounds_used for t in ra], [t.rounds_used for t in rb], seed, resamples),
-    )  # fmt: skip
+    )
 
 
 def _task_report(
-    task: str, names: list[str], configs: dict[str, Any], transcripts: list[Transcript],
-    usage: dict[tuple[str, str], Usage], seed: int, resamples: int,
-) -> TaskReport:  # fmt: skip
+    task: str,
+    names: list[str],
+    conditions: dict[str, ResolvedCondition],
+    transcripts: list[Transcript],
+    usage: dict[tuple[str, str], Usage],
+    seed: int,
+    resamples: int,
+) -> TaskReport:
     results: dict[str, dict[UnitKey, Transcript]] = {n: {} for n in names}
     for t in transcripts:
         results[t.condition][t.key] = t
     present = [n for n in names if results[n]]
-    empty = Usage(0, 0, 0, 0, 0, None, 0.0)
-    conditions = tuple(
-        _condition_report(n, configs.get(n, {}), list(results[n].values()), usage.get((n, task), empty))
+    reports = tuple(
+        _condition_report(n, conditions.get(n), list(results[n].values()), usage.get((n, task), Usage(cost=None)))
         for n in present
     )
     pairs = [pair_report(a, b, results, seed, resamples) for i, a in enumerate(present) for b in present[i + 1 :]]
@@ -550,7 +504,7 @@ def _task_report(
         common = [k for k in results[present[0]] if all(k in results[n] for n in present)]
         cochran = stats.cochran_q([[results[n][k].correct for n in present] for k in common])
     units = len({t.key for t in transcripts})
-    return TaskReport(task, units, conditions, tuple(pairs), cochran)
+    return TaskReport(task, units, reports, tuple(pairs), cochran)
 
 
 def _open(run: RunStore | Path | str) -> tuple[RunStore, bool]:
@@ -565,36 +519,39 @@ def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = sta
     try:
         if store.count("results") == 0:
             raise AnalysisError(f"{store.path} holds no results yet")
-        meta = store.meta()
-        configs = store.conditions()
-        names = list(configs)
-        transcripts = read_transcripts(store)
-        for t in transcripts:
-            if t.condition not in configs:
-                names.append(t.condition)
-                configs[t.condition] = {}
-        usage = _usage(store)
+        meta = store.run_meta()
+        conditions = store.conditions()
+        results = store.results()
+        transcripts = [transcript(r, conditions.get(r.condition)) for r in results]
+        names = list(dict.fromkeys([*conditions, *(t.condition for t in transcripts)]))
+        paid = usage(store.calls(), results, meta.config.prices, lambda condition, task: (condition, task))
         tasks = list(dict.fromkeys(t.task for t in transcripts))
         by_task = {task: [t for t in transcripts if t.task == task] for task in tasks}
-        wall = sum(
-            s["finished_at"] - s["started_at"] for s in store.sessions() if s["finished_at"] is not None
-        )
         return Report(
-            name=str(meta.get("name", store.path.stem)), path=str(store.path), status=str(meta.get("status", "")),
-            moot_version=str(meta.get("moot_version", "")), wall_s=float(wall), seed=seed, resamples=resamples,
-            condition_names=tuple(dict.fromkeys(names)),
-            tasks=tuple(_task_report(task, names, configs, by_task[task], usage, seed, resamples) for task in tasks),
+            name=meta.name,
+            path=str(store.path),
+            status=meta.status,
+            moot_version=meta.moot_version,
+            wall_s=float(sum(s.wall_s for s in store.sessions())),
+            seed=seed,
+            resamples=resamples,
+            condition_names=tuple(names),
+            tasks=tuple(_task_report(task, names, conditions, by_task[task], paid, seed, resamples) for task in tasks),
             transcripts=tuple(transcripts),
-        )  # fmt: skip
+        )
     finally:
         if owned:
             store.close()
 
 
 def compare_conditions(
-    run: RunStore | Path | str, a: str, b: str, task: str | None = None, seed: int = 0,
+    run: RunStore | Path | str,
+    a: str,
+    b: str,
+    task: str | None = None,
+    seed: int = 0,
     resamples: int = stats.DEFAULT_RESAMPLES,
-) -> list[tuple[str, PairReport]]:  # fmt: skip
+) -> list[tuple[str, PairReport]]:
     """The paired comparison of conditions A and B, per task (or on one ``task``)."""
     store, owned = _open(run)
     try:

@@ -152,9 +152,15 @@ def bootstrap_mean(
     from scipy.stats import bootstrap
 
     result = bootstrap(
-        (data,), np.mean, n_resamples=resamples, batch=BOOTSTRAP_BATCH, vectorized=True, method="percentile",
-        confidence_level=confidence, rng=np.random.default_rng(seed),
-    )  # fmt: skip
+        (data,),
+        np.mean,
+        n_resamples=resamples,
+        batch=BOOTSTRAP_BATCH,
+        vectorized=True,
+        method="percentile",
+        confidence_level=confidence,
+        rng=np.random.default_rng(seed),
+    )
     return Interval(float(result.confidence_interval.low), float(result.confidence_interval.high))
 
 
@@ -177,11 +183,18 @@ def compare_paired(
     accuracy_a = float(x.mean()) if n else math.nan
     accuracy_b = float(y.mean()) if n else math.nan
     return PairedComparison(
-        n=n, both_right=both_right, a_only=a_only, b_only=b_only, both_wrong=n - both_right - a_only - b_only,
-        accuracy_a=accuracy_a, accuracy_b=accuracy_b, difference=accuracy_a - accuracy_b,
+        n=n,
+        both_right=both_right,
+        a_only=a_only,
+        b_only=b_only,
+        both_wrong=n - both_right - a_only - b_only,
+        accuracy_a=accuracy_a,
+        accuracy_b=accuracy_b,
+        difference=accuracy_a - accuracy_b,
         difference_ci=bootstrap_mean(x.astype(float) - y.astype(float), seed, resamples, confidence),
-        mcnemar_p=mcnemar_exact(a_only, b_only), odds_ratio=matched_odds_ratio(a_only, b_only, confidence),
-    )  # fmt: skip
+        mcnemar_p=mcnemar_exact(a_only, b_only),
+        odds_ratio=matched_odds_ratio(a_only, b_only, confidence),
+    )
 
 
 def cochran_q(correct: Sequence[Sequence[bool]]) -> CochranQ:
@@ -234,6 +247,9 @@ def compare_rounds(
     if d.size == 0:
         return RoundDifference(0, math.nan, math.nan, Interval(math.nan, math.nan), SignTest(0, 0, 0, math.nan))
     return RoundDifference(
-        n=int(d.size), mean=float(d.mean()), median=float(np.median(d)),
-        ci=bootstrap_mean(d, seed, resamples, confidence), sign=sign_test(d),
-    )  # fmt: skip
+        n=int(d.size),
+        mean=float(d.mean()),
+        median=float(np.median(d)),
+        ci=bootstrap_mean(d, seed, resamples, confidence),
+        sign=sign_test(d),
+    )

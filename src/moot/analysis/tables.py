@@ -66,21 +66,49 @@ def overview(task: TaskReport) -> Table:
     rows = []
     for c in task.conditions:
         u = c.usage
-        rows.append((
-            c.name, c.protocol, str(c.accuracy.n), str(c.accuracy.successes), fixed(c.accuracy.estimate),
-            interval(c.accuracy.low, c.accuracy.high), str(c.unparsed), str(c.abstained), str(c.errors),
-            fixed(c.mean_rounds, 2), _count(u.calls), _count(u.used_calls),
-            _count(u.prompt_tokens + u.completion_tokens),
-            _cost(u.cost), f"{fixed(u.model_time_s, 1)} s",
-        ))  # fmt: skip
+        rows.append(
+            (
+                c.name,
+                c.protocol,
+                str(c.accuracy.n),
+                str(c.accuracy.successes),
+                fixed(c.accuracy.estimate),
+                interval(c.accuracy.low, c.accuracy.high),
+                str(c.unparsed),
+                str(c.abstained),
+                str(c.errors),
+                fixed(c.mean_rounds, 2),
+                _count(u.calls),
+                _count(u.used_calls),
+                _count(u.prompt_tokens + u.completion_tokens),
+                _cost(u.cost),
+                f"{fixed(u.latency_s, 1)} s",
+            )
+        )
     return Table(
-        "overview", "Accuracy and cost",
-        ("condition", "protocol", "n", "right", "accuracy", "95% Wilson CI", "unparsed", "abstained", "errors",
-         "mean rounds", "calls paid", "calls used", "tokens paid", "cost", "model time"),
+        "overview",
+        "Accuracy and cost",
+        (
+            "condition",
+            "protocol",
+            "n",
+            "right",
+            "accuracy",
+            "95% Wilson CI",
+            "unparsed",
+            "abstained",
+            "errors",
+            "mean rounds",
+            "calls paid",
+            "calls used",
+            "tokens paid",
+            "cost",
+            "model time",
+        ),
         tuple(rows),
         "Unparsed, abstained and errored questions are scored wrong. Calls paid are the calls a condition made; "
         "calls used include round-0 calls shared with other conditions and replays. Rounds count round 0.",
-    )  # fmt: skip
+    )
 
 
 def rounds_table(task: TaskReport) -> Table:
@@ -92,11 +120,18 @@ def rounds_table(task: TaskReport) -> Table:
         total = str(sum(r * n for r, n, _ in c.rounds))
         rows.append((c.name, fixed(c.mean_rounds, 2), total, distribution, by_stop, reasons))
     return Table(
-        "rounds", "Rounds used and stopping",
-        ("condition", "mean rounds", "total rounds", "stopping distribution", "right by stopping round",
-         "stop reasons"),
+        "rounds",
+        "Rounds used and stopping",
+        (
+            "condition",
+            "mean rounds",
+            "total rounds",
+            "stopping distribution",
+            "right by stopping round",
+            "stop reasons",
+        ),
         tuple(rows),
-    )  # fmt: skip
+    )
 
 
 def by_round_table(task: TaskReport) -> Table:
@@ -105,33 +140,45 @@ def by_round_table(task: TaskReport) -> Table:
         for r, n, k in c.accuracy_by_round:
             rows.append((c.name, str(r), str(n), str(k), fixed(k / n) if n else DASH))
     return Table(
-        "by-round", "Accuracy of each round's answer",
-        ("condition", "round", "questions reaching it", "right", "accuracy"), tuple(rows),
+        "by-round",
+        "Accuracy of each round's answer",
+        ("condition", "round", "questions reaching it", "right", "accuracy"),
+        tuple(rows),
         ROUND_ANSWER,
-    )  # fmt: skip
+    )
 
 
 def pairs_table(task: TaskReport) -> Table:
     holm = any(p.holm_p is not None for p in task.pairs)
-    columns = ("A", "B", "n", "A only", "B only", "McNemar p") + (("Holm p",) if holm else ()) + (
-        "matched OR (95% CI)", "accuracy A - B (95% CI)", "oracle A or B")
+    columns = (
+        ("A", "B", "n", "A only", "B only", "McNemar p")
+        + (("Holm p",) if holm else ())
+        + ("matched OR (95% CI)", "accuracy A - B (95% CI)", "oracle A or B")
+    )
     rows = []
     for p in task.pairs:
         s = p.accuracy
-        row = (p.a, p.b, str(s.n), str(s.a_only), str(s.b_only), p_value(s.mcnemar_p))
+        row: tuple[str, ...] = (p.a, p.b, str(s.n), str(s.a_only), str(s.b_only), p_value(s.mcnemar_p))
         row += (p_value(p.holm_p),) if holm else ()
-        row += (odds_ratio_text(p), difference_text(s.difference, s.difference_ci.low, s.difference_ci.high),
-                _ratio(s.oracle, s.n))  # fmt: skip
+        row += (
+            odds_ratio_text(p),
+            difference_text(s.difference, s.difference_ci.low, s.difference_ci.high),
+            _ratio(s.oracle, s.n),
+        )
         rows.append(row)
-    note = ("A only and B only are discordant questions; exact two-sided McNemar test; the matched odds ratio is "
-            "A only / B only with an exact (Clopper-Pearson) interval; the accuracy difference has a paired percentile "
-            "bootstrap interval")  # fmt: skip
+    note = (
+        "A only and B only are discordant questions; exact two-sided McNemar test; the matched odds ratio is "
+        "A only / B only with an exact (Clopper-Pearson) interval; the accuracy difference has a paired percentile "
+        "bootstrap interval"
+    )
     if holm:
         note += "; Holm's adjustment runs over every pair of this task"
     if task.cochran is not None:
         q = task.cochran
-        note += (f". Cochran's Q over all conditions: Q = {fixed(q.statistic, 2)}, df = {q.df}, "
-                 f"p = {p_value(q.p)} (n = {q.n})")
+        note += (
+            f". Cochran's Q over all conditions: Q = {fixed(q.statistic, 2)}, df = {q.df}, "
+            f"p = {p_value(q.p)} (n = {q.n})"
+        )
     return Table("pairs", "Paired accuracy comparisons", columns, tuple(rows), note + ".")
 
 
@@ -139,15 +186,26 @@ def round_difference_table(task: TaskReport) -> Table:
     rows = []
     for p in task.pairs:
         d = p.rounds
-        rows.append((
-            p.a, p.b, str(d.n), str(d.sign.fewer), str(d.sign.tied), str(d.sign.more),
-            difference_text(d.mean, d.ci.low, d.ci.high, 2), fixed(d.median, 1), p_value(d.sign.p),
-        ))  # fmt: skip
+        rows.append(
+            (
+                p.a,
+                p.b,
+                str(d.n),
+                str(d.sign.fewer),
+                str(d.sign.tied),
+                str(d.sign.more),
+                difference_text(d.mean, d.ci.low, d.ci.high, 2),
+                fixed(d.median, 1),
+                p_value(d.sign.p),
+            )
+        )
     return Table(
-        "round-differences", "Paired differences in rounds used (B - A)",
-        ("A", "B", "n", "B fewer", "tied", "B more", "mean diff. (95% CI)", "median", "sign-test p"), tuple(rows),
+        "round-differences",
+        "Paired differences in rounds used (B - A)",
+        ("A", "B", "n", "B fewer", "tied", "B more", "mean diff. (95% CI)", "median", "sign-test p"),
+        tuple(rows),
         "Exact two-sided sign test, ties excluded; percentile bootstrap interval of the mean difference.",
-    )  # fmt: skip
+    )
 
 
 def _transition_cells(t: Transitions) -> tuple[str, ...]:
@@ -161,11 +219,13 @@ def transitions_table(task: TaskReport) -> Table:
             rows.append((c.name, str(r), *_transition_cells(t)))
         rows.append((c.name, "total", *_transition_cells(c.first_to_final_total)))
     return Table(
-        "transitions", "Round 0 to final answer, by stopping round",
-        ("condition", "rounds used", "n", "R→R", "W→R", "R→W", "W→W", "answer changed"), tuple(rows),
+        "transitions",
+        "Round 0 to final answer, by stopping round",
+        ("condition", "rounds used", "n", "R→R", "W→R", "R→W", "W→W", "answer changed"),
+        tuple(rows),
         "R right, W wrong: round 0's answer, then the final answer. " + ROUND_ANSWER + " Questions that ended "
         "with an error are left out of this and the following tables.",
-    )  # fmt: skip
+    )
 
 
 def steps_table(task: TaskReport) -> Table:
@@ -174,23 +234,34 @@ def steps_table(task: TaskReport) -> Table:
         for r, t in c.round_to_round:
             rows.append((c.name, f"{r - 1}→{r}", *_transition_cells(t)))
     return Table(
-        "steps", "Round-to-round transitions of each round's answer",
-        ("condition", "rounds", "n", "R→R", "W→R", "R→W", "W→W", "answer changed"), tuple(rows),
-    )  # fmt: skip
+        "steps",
+        "Round-to-round transitions of each round's answer",
+        ("condition", "rounds", "n", "R→R", "W→R", "R→W", "W→W", "answer changed"),
+        tuple(rows),
+    )
 
 
 def oracle_table(task: TaskReport) -> Table:
     rows = []
     for c in task.conditions:
         o = c.oracle
-        rows.append((c.name, str(o.n), _ratio(o.final, o.n), _ratio(o.any_round, o.n), _ratio(o.any_turn, o.n),
-                     f"{o.gap} ({fixed(o.gap / o.n) if o.n else DASH})"))  # fmt: skip
+        rows.append(
+            (
+                c.name,
+                str(o.n),
+                _ratio(o.final, o.n),
+                _ratio(o.any_round, o.n),
+                _ratio(o.any_turn, o.n),
+                f"{o.gap} ({fixed(o.gap / o.n) if o.n else DASH})",
+            )
+        )
     return Table(
-        "oracle", "Oracle accuracy and recovery gap",
+        "oracle",
+        "Oracle accuracy and recovery gap",
         ("condition", "n", "final", "any round's answer right", "any agent in any round right", "recovery gap"),
         tuple(rows),
         "The recovery gap counts questions on which some agent gave the right answer but the final answer is wrong.",
-    )  # fmt: skip
+    )
 
 
 def agents_table(task: TaskReport) -> Table:
@@ -201,9 +272,11 @@ def agents_table(task: TaskReport) -> Table:
                 continue
             rows.append((c.name, a.agent, str(a.steps), str(a.changed), str(a.wrong_to_right), str(a.right_to_wrong)))
     return Table(
-        "agents", "Per-agent answer changes between consecutive rounds",
-        ("condition", "agent", "round pairs", "changed answer", "wrong→right", "right→wrong"), tuple(rows),
-    )  # fmt: skip
+        "agents",
+        "Per-agent answer changes between consecutive rounds",
+        ("condition", "agent", "round pairs", "changed answer", "wrong→right", "right→wrong"),
+        tuple(rows),
+    )
 
 
 def diversity_table(task: TaskReport) -> Table | None:
@@ -214,13 +287,25 @@ def diversity_table(task: TaskReport) -> Table | None:
     for c in shown:
         d = c.diversity
         assert d is not None
-        rows.append((c.name, str(d.n), str(d.agents), fixed(d.mean_distinct, 2), _ratio(d.unanimous, d.n),
-                     _ratio(d.majority_correct, d.n), fixed(d.pass_at[0]), fixed(d.pass_at[-1])))  # fmt: skip
+        rows.append(
+            (
+                c.name,
+                str(d.n),
+                str(d.agents),
+                fixed(d.mean_distinct, 2),
+                _ratio(d.unanimous, d.n),
+                _ratio(d.majority_correct, d.n),
+                fixed(d.pass_at[0]),
+                fixed(d.pass_at[-1]),
+            )
+        )
     return Table(
-        "diversity", "Round-0 diversity and Pass@N",
+        "diversity",
+        "Round-0 diversity and Pass@N",
         ("condition", "n", "agents N", "distinct answers", "unanimous", "round-0 answer right", "Pass@1", "Pass@N"),
-        tuple(rows), "Pass@k is the unbiased estimator over the N round-0 answers of each question.",
-    )  # fmt: skip
+        tuple(rows),
+        "Pass@k is the unbiased estimator over the N round-0 answers of each question.",
+    )
 
 
 def efficiency_table(task: TaskReport) -> Table | None:
@@ -234,26 +319,54 @@ def efficiency_table(task: TaskReport) -> Table | None:
         assert e is not None
         fewer = e.fewer
         versus = DASH if fewer is None else f"{percent(fewer)} fewer" if fewer >= 0 else f"{percent(-fewer)} more"
-        rows.append((
-            c.name, ", ".join(e.rules), str(e.rounds), _count(e.forwarded), fixed(e.forwarded_per_round, 2),
-            fixed(e.full_per_round, 2), versus, _ratio(e.fallbacks, e.rounds), _count(e.filter_calls),
-            _count(e.filter_prompt_tokens), _count(e.filter_completion_tokens), fixed(e.diversity),
-            e.diversity_measure or DASH, fixed(e.anll), fixed(e.perplexity, 2),
-        ))  # fmt: skip
+        rows.append(
+            (
+                c.name,
+                ", ".join(e.rules),
+                str(e.rounds),
+                _count(e.forwarded),
+                fixed(e.forwarded_per_round, 2),
+                fixed(e.full_per_round, 2),
+                versus,
+                _ratio(e.fallbacks, e.rounds),
+                _count(e.filter_calls),
+                _count(e.filter_prompt_tokens),
+                _count(e.filter_completion_tokens),
+                fixed(e.diversity),
+                e.diversity_measure or DASH,
+                fixed(e.anll),
+                fixed(e.perplexity, 2),
+            )
+        )
     comparisons = "; ".join(f"{c.name}: {c.efficiency.comparison}" for c in shown if c.efficiency is not None)
     return Table(
-        "efficiency", "Retention and efficiency",
-        ("condition", "retention", "debate rounds", "forwarded", "forwarded per round", "per round if all kept",
-         "vs. forwarding every reply", "fallbacks", "filter calls", "filter prompt tokens",
-         "filter completion tokens", "kept diversity", "diversity measure", "mean ANLL", "mean perplexity"),
+        "efficiency",
+        "Retention and efficiency",
+        (
+            "condition",
+            "retention",
+            "debate rounds",
+            "forwarded",
+            "forwarded per round",
+            "per round if all kept",
+            "vs. forwarding every reply",
+            "fallbacks",
+            "filter calls",
+            "filter prompt tokens",
+            "filter completion tokens",
+            "kept diversity",
+            "diversity measure",
+            "mean ANLL",
+            "mean perplexity",
+        ),
         tuple(rows),
         "Debate rounds are rounds 1 and later, summed over questions. Forwarded counts the previous round's "
-        "replies shown to agents, summed over agents; \"if all kept\" is the count that forwarding every reply "
+        'replies shown to agents, summed over agents; "if all kept" is the count that forwarding every reply '
         "would give in the protocol's topology. A fallback is a filter selection that was invalid or empty, "
         "so every reply was kept. Filter calls and their tokens are also counted in the overview's calls. "
         "Kept diversity is the mean over rounds of the kept replies' mean pairwise diversity; ANLL and "
         "perplexity are averaged over the turns that record them (log-probabilities asked). " + comparisons + ".",
-    )  # fmt: skip
+    )
 
 
 def _calibrations(task: TaskReport) -> list[tuple[ConditionReport, str, Calibration]]:
@@ -271,24 +384,46 @@ def calibration_tables(task: TaskReport) -> list[Table]:
     if not found:
         return []
     summary = tuple(
-        (c.name, source, str(k.n), fixed(k.mean_confidence), fixed(k.correct / k.n if k.n else None), fixed(k.brier),
-         fixed(k.ece), fixed(k.auroc))
+        (
+            c.name,
+            source,
+            str(k.n),
+            fixed(k.mean_confidence),
+            fixed(k.correct / k.n if k.n else None),
+            fixed(k.brier),
+            fixed(k.ece),
+            fixed(k.auroc),
+        )
         for c, source, k in found
-    )  # fmt: skip
+    )
     bins = tuple(
-        (c.name, source, f"{fixed(b.low, 1)}–{fixed(b.high, 1)}", str(b.n), _ratio(b.correct, b.n),
-         fixed(b.mean_confidence))
+        (
+            c.name,
+            source,
+            f"{fixed(b.low, 1)}–{fixed(b.high, 1)}",
+            str(b.n),
+            _ratio(b.correct, b.n),
+            fixed(b.mean_confidence),
+        )
         for c, source, k in found
         for b in k.bins
         if b.n
-    )  # fmt: skip
+    )
     return [
-        Table("calibration", "Calibration of stated confidence",
-              ("condition", "source", "answers", "mean confidence", "accuracy", "Brier", "ECE", "AUROC"), summary,
-              "ECE over 10 equal-width bins; AUROC of confidence as a score for being right."),
-        Table("reliability", "Accuracy by confidence bin",
-              ("condition", "source", "confidence", "answers", "accuracy", "mean confidence"), bins),
-    ]  # fmt: skip
+        Table(
+            "calibration",
+            "Calibration of stated confidence",
+            ("condition", "source", "answers", "mean confidence", "accuracy", "Brier", "ECE", "AUROC"),
+            summary,
+            "ECE over 10 equal-width bins; AUROC of confidence as a score for being right.",
+        ),
+        Table(
+            "reliability",
+            "Accuracy by confidence bin",
+            ("condition", "source", "confidence", "answers", "accuracy", "mean confidence"),
+            bins,
+        ),
+    ]
 
 
 def sections(report: Report) -> list[Section]:
@@ -313,19 +448,51 @@ def comparison_tables(task: str, pair: PairReport) -> list[Table]:
     s = pair.accuracy
     d = pair.rounds
     accuracy = Table(
-        "compare-accuracy", f"{pair.a} vs {pair.b} on {task}: accuracy",
-        ("n", f"{pair.a}", f"{pair.b}", "both right", "A only", "B only", "both wrong", "McNemar p",
-         "matched OR (95% CI)", "accuracy A - B (95% CI)"),
-        ((str(s.n), fixed(s.accuracy_a), fixed(s.accuracy_b), str(s.both_right), str(s.a_only), str(s.b_only),
-          str(s.both_wrong), p_value(s.mcnemar_p), odds_ratio_text(pair),
-          difference_text(s.difference, s.difference_ci.low, s.difference_ci.high)),),
+        "compare-accuracy",
+        f"{pair.a} vs {pair.b} on {task}: accuracy",
+        (
+            "n",
+            f"{pair.a}",
+            f"{pair.b}",
+            "both right",
+            "A only",
+            "B only",
+            "both wrong",
+            "McNemar p",
+            "matched OR (95% CI)",
+            "accuracy A - B (95% CI)",
+        ),
+        (
+            (
+                str(s.n),
+                fixed(s.accuracy_a),
+                fixed(s.accuracy_b),
+                str(s.both_right),
+                str(s.a_only),
+                str(s.b_only),
+                str(s.both_wrong),
+                p_value(s.mcnemar_p),
+                odds_ratio_text(pair),
+                difference_text(s.difference, s.difference_ci.low, s.difference_ci.high),
+            ),
+        ),
         "A = " + pair.a + ", B = " + pair.b + "; exact McNemar test, exact interval of the matched odds ratio, "
         "paired percentile bootstrap of the difference.",
-    )  # fmt: skip
+    )
     rounds = Table(
-        "compare-rounds", f"{pair.a} vs {pair.b} on {task}: rounds used (B - A)",
+        "compare-rounds",
+        f"{pair.a} vs {pair.b} on {task}: rounds used (B - A)",
         ("n", "B fewer", "tied", "B more", "mean diff. (95% CI)", "median", "sign-test p"),
-        ((str(d.n), str(d.sign.fewer), str(d.sign.tied), str(d.sign.more),
-          difference_text(d.mean, d.ci.low, d.ci.high, 2), fixed(d.median, 1), p_value(d.sign.p)),),
-    )  # fmt: skip
+        (
+            (
+                str(d.n),
+                str(d.sign.fewer),
+                str(d.sign.tied),
+                str(d.sign.more),
+                difference_text(d.mean, d.ci.low, d.ci.high, 2),
+                fixed(d.median, 1),
+                p_value(d.sign.p),
+            ),
+        ),
+    )
     return [accuracy, rounds]

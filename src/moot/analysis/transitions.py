@@ -178,14 +178,16 @@ def initial_diversity(trajectories: Sequence[Trajectory]) -> Diversity | None:
     if agents == 0:
         return None
     distinct = [len({a for a in t.answers[0] if a is not None}) for t in rounds0]
-    unanimous = sum(
-        1 for t in rounds0 if None not in t.answers[0] and len(set(t.answers[0])) == 1
-    )
+    unanimous = sum(1 for t in rounds0 if None not in t.answers[0] and len(set(t.answers[0])) == 1)
     pass_at = tuple(
         sum(pass_at_k(agents, sum(t.correct[0][:agents]), k) for t in rounds0) / len(rounds0)
         for k in range(1, agents + 1)
     )
     return Diversity(
-        n=len(rounds0), agents=agents, mean_distinct=sum(distinct) / len(rounds0), unanimous=unanimous,
-        majority_correct=sum(1 for t in rounds0 if t.system_correct and t.system_correct[0]), pass_at=pass_at,
-    )  # fmt: skip
+        n=len(rounds0),
+        agents=agents,
+        mean_distinct=sum(distinct) / len(rounds0),
+        unanimous=unanimous,
+        majority_correct=sum(1 for t in rounds0 if t.system_correct and t.system_correct[0]),
+        pass_at=pass_at,
+    )

@@ -3,6 +3,8 @@
 - ``local``: llama.cpp in-process (llama-cpp-python) with an embedded GGUF model;
 - ``openai``: any OpenAI-compatible server through the official SDK;
 - ``scripted``: replays scripted replies, for unit tests of protocol logic.
+
+Each kind has its own config (moot.backends.config); ``make_backend`` builds it.
 """
 
 from moot.backends.base import (
@@ -14,11 +16,23 @@ from moot.backends.base import (
     Sample,
     TokenLogprob,
 )
+from moot.backends.config import (
+    LocalBackendConfig,
+    OpenAIBackendConfig,
+    ScriptedBackendConfig,
+    default_backend,
+    parse_backend,
+)
 from moot.backends.factory import make_backend
 
 __all__ = [
     "Backend",
     "BackendConfig",
+    "LocalBackendConfig",
+    "OpenAIBackendConfig",
+    "ScriptedBackendConfig",
+    "parse_backend",
+    "default_backend",
     "GenerationRequest",
     "Message",
     "Reply",

@@ -1,11 +1,15 @@
-"""The backend interface: one request in, one reply of n samples out."""
+"""The backend interface: one request in, one reply of n samples out.
+
+``BackendConfig`` (how to reach a model, one variant per kind) lives in moot.backends.config and is
+re-exported here for the modules that import it from the interface.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from moot.backends.config import BackendConfig as BackendConfig
 
 Role = Literal["system", "user", "assistant"]
 
@@ -107,28 +111,3 @@ class Backend(Protocol):
     async def generate(self, request: GenerationRequest) -> Reply: ...
 
     async def aclose(self) -> None: ...
-
-
-class BackendConfig(BaseModel):
-    """How to reach a model. Holds no secret: the API key is read from ``api_key_env`` at call time."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["local", "openai", "scripted"] = "local"
-    model: str | None = Field(
-        default=None,
-        description="local: a registered model name or a GGUF path; openai: the served model name "
-        "(default: the server's only model).",
-    )
-    base_url: str | None = Field(default=None, description="openai: the server's /v1 URL.")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="openai: variable holding the key.")
-    n_ctx: int = Field(default=8192, ge=256, description="local: context window in tokens.")
-    n_threads: int | None = Field(default=None, ge=1, description="local: threads (default: all cores).")
-    timeout_s: float = Field(default=600.0, gt=0, description="openai: per-request timeout.")
-    max_retries: int = Field(default=2, ge=0, description="openai: retries on transient errors.")
-    max_concurrency: int = Field(default=8, ge=1, description="openai: requests in flight at once.")
-    requests_per_minute: float | None = Field(default=None, gt=0, description="openai: start at most this many.")
-    delay_s: float = Field(default=0.0, ge=0, description="scripted: seconds each reply takes (tests, benchmarks).")
-    logprobs: bool = Field(
-        default=True, description="the backend returns log-probabilities (set false for servers that cannot)"
-    )

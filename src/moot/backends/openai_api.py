@@ -16,7 +16,8 @@ import re
 import time
 from typing import Any
 
-from moot.backends.base import BackendConfig, GenerationRequest, Reply, Sample, TokenLogprob
+from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
+from moot.backends.config import OpenAIBackendConfig
 from moot.backends.local import sample_seed
 from moot.errors import BackendError, ConfigError
 
@@ -29,7 +30,7 @@ class OpenAIBackend:
 
     name = "openai"
 
-    def __init__(self, config: BackendConfig):
+    def __init__(self, config: OpenAIBackendConfig):
         import openai
 
         if not config.base_url:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from moot.backends.base import Backend, BackendConfig
+from moot.backends.base import Backend
+from moot.backends.config import BackendConfig, default_backend
 
 
 class Sampling(BaseModel):
@@ -27,7 +28,7 @@ class AgentSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    backend: BackendConfig = BackendConfig()
+    backend: BackendConfig = Field(default_factory=default_backend)
     sampling: Sampling = Sampling()
     persona: str | None = None
     agreement: int | None = Field(default=None, ge=0, le=10)

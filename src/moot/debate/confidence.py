@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from moot.debate.registry import template
+
 # "Confidence: 8", "confidence level: 8/10", "Confidence (0-10): 7", "**Confidence**: 9 out of 10",
 # "my confidence is 6". The number must follow the word within a few non-digit characters.
 _STATEMENT = re.compile(
@@ -18,6 +20,7 @@ _STATEMENT = re.compile(
 )
 
 
+@template
 def confidence_instruction(scale: int) -> str:
     return (
         f" After your answer, rate your confidence that it is correct on a scale from 0 to {scale}, "

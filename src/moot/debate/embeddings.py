@@ -22,9 +22,10 @@ MEASURE = "1 - cosine, all-MiniLM-L6-v2"
 
 def available() -> bool:
     """The embeddings extra is installed (the model package and sentence-transformers)."""
-    return importlib.util.find_spec(MODEL_PACKAGE) is not None and importlib.util.find_spec(
-        "sentence_transformers"
-    ) is not None
+    return (
+        importlib.util.find_spec(MODEL_PACKAGE) is not None
+        and importlib.util.find_spec("sentence_transformers") is not None
+    )
 
 
 @functools.lru_cache(maxsize=1)

@@ -2,18 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 
-from moot.debate.aggregation import TieRule
-from moot.debate.stopping import Stopping
-from moot.debate.topology import Topology
+from moot.debate.components.aggregation import Aggregation, TieRule
+from moot.debate.components.cues import ConfidenceCue, Cue, UncertaintyCue, VoteCue
+from moot.debate.components.history import History
+from moot.debate.components.initializers import Initializer
+from moot.debate.components.rendering import Rendering
+from moot.debate.components.retention import Retention
+from moot.debate.components.stopping import Stopping
+from moot.debate.components.topology import Topology
+from moot.debate.registry import Component, rule
+from moot.debate.schedules import Schedule
 from moot.errors import ConfigError
 
 
+def _switch(cls: type[Cue]) -> BeforeValidator:
+    """A cue slot: ``true`` means the cue with its defaults, ``false`` or nothing means none."""
+    return BeforeValidator(lambda value: cls.model_validate({}) if value is True else None if value is False else value)
+
+
+# Settings that moot 0.1 kept flat on the protocol, now parameters of a component: (component, parameter,
+# the value it had when unused). Experiment files and stored runs that use them keep loading.
+_FOLDED = {
+    "confidence_scale": ("confidence", "scale", 10),
+    "pool_size": ("initializer", "pool_size", None),
+    "similarity": ("initializer", "similarity", "jaccard"),
+    "retain_fraction": ("retention", "fraction", 0.5),
+}
+
+
+def _as_table(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"kind": value}
+    if isinstance(value, Component):
+        return value.model_dump()
+    return value
+
+
 class ProtocolSpec(BaseModel):
-    """One protocol, fully resolved.
+    """One protocol, fully resolved: a component of each kind (see moot.debate.registry).
 
     ``rounds`` counts round 0 (the independent answers), as Du et al.'s code does:
     ``rounds=2`` is round 0 plus one debate round. With an adaptive ``stopping`` rule it is the cap.
@@ -24,133 +54,149 @@ class ProtocolSpec(BaseModel):
     name: str
     agents: int = Field(ge=1)
     rounds: int = Field(ge=1)
-    topology: Topology = Topology(kind="full")
-    history: Literal["chat", "fresh"] = Field(
-        default="chat",
-        description="chat: each agent keeps its own chat history (Du); fresh: a new single-turn prompt each "
-        "round with the question, the agent's last reply and its peers' replies (Choi / DAR)",
-    )
-    rendering: Literal["du", "grouped"] = Field(
-        default="du", description="du: peers' replies one by one; grouped: by answer, with counts"
-    )
-    style: Literal["peers", "liang"] = Field(
+    style: Annotated[SerializeAsAny[Schedule], rule("schedule")] = Field(
         default="peers",
         description="peers: agents answer simultaneously and hear their peers; liang: an affirmative and a "
         "negative debater speak in turn and a moderator evaluates each round (Liang et al.)",
+        validate_default=True,
     )
-    initializer: Literal["independent", "diverse"] = Field(
+    topology: Annotated[SerializeAsAny[Topology], rule("topology")] = Field(default="full", validate_default=True)
+    history: Annotated[SerializeAsAny[History], rule("history")] = Field(
+        default="chat",
+        description="chat: each agent keeps its own chat history (Du); fresh: a new single-turn prompt each "
+        "round with the question, the agent's last reply and its peers' replies (Choi / DAR)",
+        validate_default=True,
+    )
+    rendering: Annotated[SerializeAsAny[Rendering], rule("rendering")] = Field(
+        default="du",
+        description="du: peers' replies one by one; grouped: by answer, with counts",
+        validate_default=True,
+    )
+    initializer: Annotated[SerializeAsAny[Initializer], rule("initializer")] = Field(
         default="independent",
         description="independent: each agent answers once in round 0; diverse: sample pool_size candidates and "
         "greedily keep the agents-many that add most answer diversity (Zhu et al.)",
+        validate_default=True,
     )
-    pool_size: int | None = Field(default=None, ge=1, description="diverse: candidates sampled (default 2 x agents)")
-    similarity: Literal["jaccard", "embedding"] = Field(
-        default="jaccard", description="diverse: text similarity, token Jaccard or MiniLM embeddings (an extra)"
+    confidence: Annotated[ConfidenceCue | None, _switch(ConfidenceCue)] = Field(
+        default=None, description="agents state a 0..scale confidence, shown to peers (Zhu et al.)"
     )
-    confidence: bool = Field(
-        default=False, description="agents state a 0..confidence_scale confidence, shown to peers (Zhu et al.)"
+    uncertainty_cue: Annotated[UncertaintyCue | None, _switch(UncertaintyCue)] = Field(
+        default=None, description="each forwarded reply carries its ANLL (DAR's uncertainty prompt; needs logprobs)"
     )
-    confidence_scale: int = Field(default=10, ge=1)
-    uncertainty_cue: bool = Field(
-        default=False, description="each forwarded reply carries its ANLL (DAR's uncertainty prompt; needs logprobs)"
+    vote_cue: Annotated[VoteCue | None, _switch(VoteCue)] = Field(
+        default=None, description="agents are told the previous round's majority (the last vote)"
     )
-    vote_cue: bool = Field(default=False, description="agents are told the previous round's majority (the last vote)")
-    retention: Literal["all", "dar", "certain", "similar", "perplexity-top", "distinct"] = Field(
-        default="all", description="which previous-round replies agents hear (moot.debate.retention)"
+    retention: Annotated[SerializeAsAny[Retention], rule("retention")] = Field(
+        default="all", description="which previous-round replies agents hear", validate_default=True
     )
-    retain_fraction: float = Field(default=0.5, gt=0.0, le=1.0, description="perplexity-top: share kept")
-    stopping: Stopping = Stopping()
-    aggregation: Literal["majority", "confidence", "judge", "moderator"] = Field(
+    stopping: Annotated[SerializeAsAny[Stopping], rule("stopping")] = Field(default="fixed", validate_default=True)
+    aggregation: Annotated[SerializeAsAny[Aggregation], rule("aggregation")] = Field(
         default="majority",
         description="majority of the last round; confidence-weighted majority; the last judge's answer; or "
         "(liang) the moderator's answer when it ends the debate, else the final judge's",
+        validate_default=True,
     )
     tie_rule: TieRule = "first"
     reference: str = ""
     fixed_agents: bool = Field(default=False, exclude=True)
     fixed_rounds: bool = Field(default=False, exclude=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _fold(cls, data: Any) -> Any:
+        """Fold moot 0.1's flat settings (confidence_scale, pool_size, similarity, retain_fraction) into
+        their components; a setting given for a component that has no such parameter is an error."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key, (slot, parameter, unused) in _FOLDED.items():
+            if key not in data:
+                continue
+            value = data.pop(key)
+            target = _as_table(data.get(slot, cls.model_fields[slot].default))
+            if slot == "confidence" and target is True:
+                target = {"kind": "confidence"}
+            if isinstance(target, dict) and parameter in _rule_fields(slot, target):
+                data[slot] = target if value is None else {**target, parameter: value}
+            elif value != unused:
+                kind = target.get("kind") if isinstance(target, dict) else target
+                raise ValueError(f"{key} applies to a {slot} rule with a {parameter!r} parameter, not to {kind!r}")
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> ProtocolSpec:
-        if self.aggregation == "judge" and self.stopping.kind != "judge":
-            raise ValueError("aggregation 'judge' needs stopping kind 'judge' (the judge is called after each round)")
-        liang = self.style == "liang"
-        if liang and (self.agents != 2 or self.aggregation != "moderator"):
-            raise ValueError("style 'liang' needs exactly 2 agents (affirmative, negative) and aggregation 'moderator'")
-        if liang and self.stopping.kind not in ("fixed", "moderator", "moderator_confidence"):
-            raise ValueError("style 'liang' stops by 'fixed', 'moderator' or 'moderator_confidence'")
-        if not liang and (self.aggregation == "moderator" or self.stopping.kind.startswith("moderator")):
-            raise ValueError("a moderator exists only in style 'liang'")
-        if self.aggregation == "confidence" and not self.confidence:
-            raise ValueError("aggregation 'confidence' needs confidence = true (agents must state one)")
-        if liang and (self.retention != "all" or self.uncertainty_cue or self.vote_cue):
-            raise ValueError("retention and cues apply to style 'peers'")
-        if self.initializer == "diverse" and (liang or (self.pool_size is not None and self.pool_size < self.agents)):
-            raise ValueError("initializer 'diverse' needs style 'peers' and pool_size >= agents")
-        if self.stopping.min_rounds > self.rounds:
-            raise ValueError(f"stopping.min_rounds ({self.stopping.min_rounds}) exceeds rounds ({self.rounds})")
+        for component in self.components():
+            component.check(self)
         return self
 
+    def components(self) -> list[Component]:
+        """Every component, in the order ``moot protocols show`` lists them."""
+        slots = (
+            self.style,
+            self.topology,
+            self.history,
+            self.rendering,
+            self.initializer,
+            *self.cues,
+            self.retention,
+            self.stopping,
+            self.aggregation,
+        )
+        return list(slots)
+
     @property
-    def pool(self) -> int:
-        """Round-0 candidates sampled by the diverse initializer."""
-        return self.pool_size if self.pool_size is not None else 2 * self.agents
+    def cues(self) -> list[Cue]:
+        return [c for c in (self.confidence, self.uncertainty_cue, self.vote_cue) if c is not None]
 
     @property
     def needs_judge(self) -> bool:
         """A helper agent is needed: a judge, Liang's moderator and final judge, or a retention filter."""
-        return self.stopping.kind == "judge" or self.style == "liang" or self.needs_filter
-
-    @property
-    def needs_filter(self) -> bool:
-        return self.retention in ("dar", "certain", "similar")
+        return any(c.needs_helper for c in self.components())
 
     @property
     def needs_logprobs(self) -> bool:
-        return self.uncertainty_cue or self.retention == "perplexity-top"
+        return any(c.needs_logprobs for c in self.components())
+
+    @property
+    def judged(self) -> bool:
+        """The final answer is a judge's or moderator's, not the agents' vote."""
+        return self.aggregation.judged
+
+    @property
+    def stated_confidence_scale(self) -> int | None:
+        """The 0..scale range agents state confidence on, or None when they are not asked."""
+        return self.confidence.scale if self.confidence is not None else None
 
     def calls_per_round(self) -> str:
-        if self.style == "liang":
-            return "2 debater calls + 1 moderator call (+1 if its JSON needs repair); 2 final-judge calls at the cap"
-        judge = " + 1 judge call" if self.stopping.kind == "judge" else ""
-        judge += " + 1 filter call from round 1" if self.needs_filter else ""
-        pool = f" ({self.pool} candidate calls in round 0)" if self.initializer == "diverse" else ""
-        return f"{self.agents} agent call{'s' if self.agents > 1 else ''}{judge}{pool}"
+        return self.style.calls_per_round(self)
 
     def describe(self) -> dict[str, str]:
         """The resolved components, in words, for `moot protocols show`."""
-        t = self.topology
-        topology = t.kind + {"ring": f" (k={t.k})", "star": f" (hub agent {t.hub})"}.get(t.kind, "")
-        if t.kind == "graph":
-            topology += f" {t.edges}"
-        stop = self.stopping
-        stopping = {
-            "fixed": f"fixed: all {self.rounds} rounds",
-            "consensus": f"consensus of {stop.fraction:.0%} of agents, cap {self.rounds} rounds",
-            "stable": f"no answer changed since the previous round, cap {self.rounds} rounds",
-            "judge": f"judge confidence >= {stop.threshold:g}/100, cap {self.rounds} rounds",
-            "moderator": f"the moderator states a preference and an answer, cap {self.rounds} rounds",
-            "moderator_confidence": f"the moderator answers with confidence >= {stop.threshold:g}/100, "
-            f"cap {self.rounds} rounds",
-        }[stop.kind]
         return {
             "agents": str(self.agents),
             "rounds": f"{self.rounds} (counting round 0)",
-            "style": self.style,
-            "topology": f"{topology}, density {t.density(self.agents):.2f}" if self.style == "peers" else "roles",
-            "history": self.history,
-            "peer rendering": self.rendering,
-            "initializer": self.initializer
-            + (f" (pool of {self.pool}, {self.similarity} similarity)" if self.initializer == "diverse" else ""),
-            "confidence": f"stated on 0-{self.confidence_scale}, shown to peers" if self.confidence else "not asked",
-            "retention": self.retention + (f" ({self.retain_fraction:.0%})" if self.retention == "perplexity-top" else ""),
-            "cues": ", ".join(c for c, on in (("uncertainty (ANLL)", self.uncertainty_cue), ("last vote", self.vote_cue)) if on)
+            "style": self.style.describe(self),
+            "topology": self.style.topology_text(self),
+            "history": self.history.describe(self),
+            "peer rendering": self.rendering.describe(self),
+            "initializer": self.initializer.describe(self),
+            "confidence": self.confidence.describe(self) if self.confidence is not None else "not asked",
+            "retention": self.retention.describe(self),
+            "cues": ", ".join(c.describe(self) for c in (self.uncertainty_cue, self.vote_cue) if c is not None)
             or "none",
-            "stopping": stopping + (f", at least {stop.min_rounds} rounds" if stop.min_rounds > 1 else ""),
-            "aggregation": self.aggregation + (f" (ties: {self.tie_rule})" if self.aggregation == "majority" else ""),
+            "stopping": self.stopping.describe(self),
+            "aggregation": self.aggregation.describe(self),
             "model calls per round": self.calls_per_round(),
             "reference": self.reference,
         }
+
+
+def _rule_fields(family: str, table: dict[str, Any]) -> set[str]:
+    from moot.debate.registry import rules
+
+    rule = rules("cue" if family == "confidence" else family).get(table.get("kind", ""))
+    return set(rule.model_fields) if rule is not None else set()
 
 
 def _preset(**fields: Any) -> ProtocolSpec:
@@ -164,108 +210,200 @@ def _dar_presets() -> list[ProtocolSpec]:
     dar = {"retention": "dar", "uncertainty_cue": True, "vote_cue": True}
     paper = "DAR (Nguyen et al. 2026)"
     return [
-        _preset(name="dar", **base, **dar,
-                reference=f"{paper}: a filter keeps the most disagreeing replies by agent ID; ANLL and last-vote cues"),
-        _preset(name="dar-sparse", **base, **dar, topology=Topology(kind="ring"),
-                reference=f"{paper} on Li et al.'s sparse ring topology"),
-        _preset(name="mad-m2", **base, retention="perplexity-top",
-                reference="MAD-M2 (Tian et al. 2026), objective mask: keep the more confident half by perplexity"),
-        _preset(name="uncertain-prompt", **base, uncertainty_cue=True,
-                reference="Uncertain Prompt (Lin and Hooi 2025): each forwarded reply carries its ANLL"),
-        _preset(name="vote-prompt", **base, vote_cue=True,
-                reference=f"{paper}'s Vote Prompt baseline: agents are told the last round's majority"),
-        _preset(name="dar-no-uncertainty", **base, retention="dar", vote_cue=True,
-                reference=f"{paper} ablation without the uncertainty cue"),
-        _preset(name="dar-no-vote", **base, retention="dar", uncertainty_cue=True,
-                reference=f"{paper} ablation without the last-vote cue"),
-        _preset(name="dar-distinct", **base, **{**dar, "retention": "distinct"},
-                reference=f"{paper} ablation: a hard filter keeping one reply per distinct answer"),
-        _preset(name="dar-certain", **base, **{**dar, "retention": "certain"},
-                reference=f"{paper} ablation: the filter keeps the most certain replies"),
-        _preset(name="dar-similar", **base, **{**dar, "retention": "similar"},
-                reference=f"{paper} ablation: the filter keeps the replies closest to the majority"),
-    ]  # fmt: skip
+        _preset(
+            name="dar",
+            **base,
+            **dar,
+            reference=f"{paper}: a filter keeps the most disagreeing replies by agent ID; ANLL and last-vote cues",
+        ),
+        _preset(
+            name="dar-sparse", **base, **dar, topology="ring", reference=f"{paper} on Li et al.'s sparse ring topology"
+        ),
+        _preset(
+            name="mad-m2",
+            **base,
+            retention="perplexity-top",
+            reference="MAD-M2 (Tian et al. 2026), objective mask: keep the more confident half by perplexity",
+        ),
+        _preset(
+            name="uncertain-prompt",
+            **base,
+            uncertainty_cue=True,
+            reference="Uncertain Prompt (Lin and Hooi 2025): each forwarded reply carries its ANLL",
+        ),
+        _preset(
+            name="vote-prompt",
+            **base,
+            vote_cue=True,
+            reference=f"{paper}'s Vote Prompt baseline: agents are told the last round's majority",
+        ),
+        _preset(
+            name="dar-no-uncertainty",
+            **base,
+            retention="dar",
+            vote_cue=True,
+            reference=f"{paper} ablation without the uncertainty cue",
+        ),
+        _preset(
+            name="dar-no-vote",
+            **base,
+            retention="dar",
+            uncertainty_cue=True,
+            reference=f"{paper} ablation without the last-vote cue",
+        ),
+        _preset(
+            name="dar-distinct",
+            **base,
+            **{**dar, "retention": "distinct"},
+            reference=f"{paper} ablation: a hard filter keeping one reply per distinct answer",
+        ),
+        _preset(
+            name="dar-certain",
+            **base,
+            **{**dar, "retention": "certain"},
+            reference=f"{paper} ablation: the filter keeps the most certain replies",
+        ),
+        _preset(
+            name="dar-similar",
+            **base,
+            **{**dar, "retention": "similar"},
+            reference=f"{paper} ablation: the filter keeps the replies closest to the majority",
+        ),
+    ]
 
 
 PRESETS: dict[str, ProtocolSpec] = {
     p.name: p
     for p in (
         _preset(
-            name="single", agents=1, rounds=1, topology=Topology(kind="none"), fixed_agents=True, fixed_rounds=True,
+            name="single",
+            agents=1,
+            rounds=1,
+            topology="none",
+            fixed_agents=True,
+            fixed_rounds=True,
             reference="one agent, one answer: the single-agent baseline",
         ),
         _preset(
-            name="vote", agents=3, rounds=1, topology=Topology(kind="none"), fixed_rounds=True,
+            name="vote",
+            agents=3,
+            rounds=1,
+            topology="none",
+            fixed_rounds=True,
             reference="self-consistency (Wang et al. 2023): N independent answers, majority vote",
         ),
         _preset(
-            name="society", agents=3, rounds=2,
+            name="society",
+            agents=3,
+            rounds=2,
             reference="Du et al. 2024, Society of Mind: every agent reads all peers' previous replies; majority",
         ),
         _preset(
-            name="sparse", agents=4, rounds=3, topology=Topology(kind="ring", k=1),
+            name="sparse",
+            agents=4,
+            rounds=3,
+            topology={"kind": "ring", "k": 1},
             reference="Li et al. 2024, sparse communication topology: each agent hears its ring neighbours",
         ),
         _preset(
-            name="star", agents=4, rounds=3, topology=Topology(kind="star", hub=0),
+            name="star",
+            agents=4,
+            rounds=3,
+            topology={"kind": "star", "hub": 0},
             reference="a hub-and-spoke debate: agent 1 hears everyone, the others hear only agent 1",
         ),
         _preset(
-            name="self-refine", agents=1, rounds=3, topology=Topology(kind="none"), fixed_agents=True,
+            name="self-refine",
+            agents=1,
+            rounds=3,
+            topology="none",
+            fixed_agents=True,
             reference="one agent revising its own answer over R rounds (Du et al.'s reflection prompt): "
             "the single-agent baseline of debate",
         ),
         _preset(
-            name="liang", agents=2, rounds=3, style="liang", aggregation="moderator", fixed_agents=True,
-            stopping=Stopping(kind="moderator"),
+            name="liang",
+            agents=2,
+            rounds=3,
+            style="liang",
+            aggregation="moderator",
+            fixed_agents=True,
+            stopping="moderator",
             reference="Liang et al. 2024 (MAD): affirmative and negative debaters and a moderator each round; "
             "ends when the moderator prefers an answer, else a final judge decides at the cap",
         ),
         _preset(
-            name="liang-fixed", agents=2, rounds=2, style="liang", aggregation="moderator", fixed_agents=True,
+            name="liang-fixed",
+            agents=2,
+            rounds=2,
+            style="liang",
+            aggregation="moderator",
+            fixed_agents=True,
             reference="Liang et al.'s debate run for exactly R rounds, then the final judge decides "
             "(the stopping study's fixed schedules)",
         ),
         _preset(
-            name="liang-strict", agents=2, rounds=6, style="liang", aggregation="moderator", fixed_agents=True,
-            stopping=Stopping(kind="moderator_confidence", threshold=90),
+            name="liang-strict",
+            agents=2,
+            rounds=6,
+            style="liang",
+            aggregation="moderator",
+            fixed_agents=True,
+            stopping={"kind": "moderator_confidence", "threshold": 90},
             reference="the stopping study's Liang strict adaptive condition: stop only when the moderator gives "
             "an answer with confidence >= 90/100, cap 6 rounds, else the final judge",
         ),
         _preset(
-            name="confidence", agents=3, rounds=2, confidence=True, aggregation="confidence",
+            name="confidence",
+            agents=3,
+            rounds=2,
+            confidence=True,
+            aggregation="confidence",
             reference="Zhu et al. 2026, confidence-modulated debate: agents state a 0-10 confidence, peers see it, "
             "and the final vote is weighted by it (prompted; the paper also trains calibration)",
         ),
         _preset(
-            name="confidence-vote", agents=3, rounds=1, topology=Topology(kind="none"), confidence=True,
-            aggregation="confidence", fixed_rounds=True,
+            name="confidence-vote",
+            agents=3,
+            rounds=1,
+            topology="none",
+            confidence=True,
+            aggregation="confidence",
+            fixed_rounds=True,
             reference="Zhu et al. 2026's confidence-weighted vote over independent answers, no debate",
         ),
         _preset(
-            name="diverse", agents=3, rounds=2, initializer="diverse",
+            name="diverse",
+            agents=3,
+            rounds=2,
+            initializer="diverse",
             reference="Zhu et al. 2026, diversity-aware initialisation: sample 2N candidates, keep the N that add "
             "most answer diversity, then debate as society",
         ),
         _preset(
-            name="diverse-confidence", agents=3, rounds=2, initializer="diverse", confidence=True,
+            name="diverse-confidence",
+            agents=3,
+            rounds=2,
+            initializer="diverse",
+            confidence=True,
             aggregation="confidence",
             reference="Zhu et al. 2026: diversity-aware initialisation and confidence-modulated debate together",
         ),
         *_dar_presets(),
         _preset(
-            name="du-adaptive", agents=3, rounds=6, stopping=Stopping(kind="judge", threshold=90),
+            name="du-adaptive",
+            agents=3,
+            rounds=6,
+            stopping={"kind": "judge", "threshold": 90},
             reference="the stopping study's Du adaptive condition: society plus a judge after each round, "
             "stop at confidence >= 90/100, cap 6 rounds; the final answer is still the agents' majority",
         ),
     )
 }
 
-COMPONENT_FIELDS = (
-    "topology", "history", "rendering", "style", "initializer", "pool_size", "similarity", "confidence",
-    "confidence_scale",
-    "uncertainty_cue", "vote_cue", "retention", "retain_fraction", "stopping", "aggregation", "tie_rule",
-)  # fmt: skip
+NOT_COMPONENTS = ("name", "agents", "rounds", "reference", "fixed_agents", "fixed_rounds")
+# What a condition or user preset may set: every component slot, the tie rule, and the flat settings of moot 0.1.
+COMPONENT_FIELDS = (*(f for f in ProtocolSpec.model_fields if f not in NOT_COMPONENTS), *_FOLDED)
 
 
 def resolve_protocol(
@@ -277,7 +415,11 @@ def resolve_protocol(
     components: dict[str, Any] | None = None,
     presets: dict[str, ProtocolSpec] | None = None,
 ) -> ProtocolSpec:
-    """A preset with overrides applied and validated (topology included); errors name the setting."""
+    """A preset with overrides applied and validated (topology included); errors name the setting.
+
+    A component given as a table without ``kind`` changes parameters of the preset's rule
+    (``stopping = {threshold = 80}`` on du-adaptive keeps its judge); with ``kind`` or as a name it
+    replaces the rule."""
     known = {**PRESETS, **(presets or {})}
     if name not in known:
         raise ConfigError(f"unknown protocol {name!r}; known protocols: {', '.join(known)}")
@@ -287,23 +429,26 @@ def resolve_protocol(
             raise ConfigError(f"{what} must be a positive integer, got {value}")
         if value is not None and fixed and value != getattr(preset, what):
             raise ConfigError(f"protocol {name!r} uses exactly {getattr(preset, what)} {what}, got {value}")
-    changes: dict[str, Any] = {"agents": agents, "rounds": rounds, "tie_rule": tie_rule, **(components or {})}
     unknown = set(components or {}) - set(COMPONENT_FIELDS)
     if unknown:
-        raise ConfigError(f"unknown protocol component {sorted(unknown)[0]!r}; components: {', '.join(COMPONENT_FIELDS)}")
+        raise ConfigError(
+            f"unknown protocol component {sorted(unknown)[0]!r}; components: {', '.join(COMPONENT_FIELDS)}"
+        )
+    base = preset.model_dump()
+    changes: dict[str, Any] = {"agents": agents, "rounds": rounds, "tie_rule": tie_rule}
+    for key, given in (components or {}).items():
+        if isinstance(given, dict) and "kind" not in given and isinstance(base.get(key), dict):
+            given = {**base[key], **given}
+        changes[key] = given
     try:
         spec = ProtocolSpec.model_validate(
-            preset.model_dump() | {k: v for k, v in changes.items() if v is not None}
+            base
+            | {k: v for k, v in changes.items() if v is not None}
             | {"fixed_agents": preset.fixed_agents, "fixed_rounds": preset.fixed_rounds}
         )
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"])) or "protocol"
+        where = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-")) or "protocol"
         raise ConfigError(f"protocol setting {where}: {first['msg'].removeprefix('Value error, ')}") from None
     spec.topology.validate_for(spec.agents)
-    if spec.similarity == "embedding":
-        from moot.debate import embeddings
-
-        if not embeddings.available():
-            raise ConfigError("similarity 'embedding' needs the embeddings extra: pip install 'moot[embeddings]'")
     return spec

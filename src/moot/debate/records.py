@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from moot.backends.base import Message, TokenLogprob
 from moot.tasks.base import ParseStatus, Question
 
 
-class FinalStatus(str, Enum):
+class FinalStatus(StrEnum):
     """How the system's final answer came about."""
 
     ANSWERED = "answered"

@@ -45,9 +45,7 @@ class CallCache:
     replayed: int = 0
     _inflight: dict[str, asyncio.Future[Reply]] = field(default_factory=dict)
 
-    async def call(
-        self, backend: Backend, request: GenerationRequest, place: dict[str, object]
-    ) -> tuple[str, Reply]:
+    async def call(self, backend: Backend, request: GenerationRequest, place: dict[str, object]) -> tuple[str, Reply]:
         key = call_key(backend, request, str(place["agent"]), None if self.share else str(place["condition"]))
         if self.use_cache:
             if key in self._inflight:
@@ -87,8 +85,11 @@ class RecordingCaller(Caller):
 
     async def call(self, backend: Backend, request: GenerationRequest, *, agent: str, round: int) -> Reply:
         place = self._place | {
-            "agent": agent, "round": round, "backend": backend.name, "model_name": self._model_name(agent),
-        }  # fmt: skip
+            "agent": agent,
+            "round": round,
+            "backend": backend.name,
+            "model_name": self._model_name(agent),
+        }
         key, reply = await self._cache.call(backend, request, place)
         self.keys[(round, agent)] = key
         self.usage.add(reply)

@@ -10,16 +10,14 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from moot.backends.base import BackendConfig
+from moot.backends.config import BackendConfig, default_backend
 from moot.debate.agents import AgentSpec, Sampling
-from moot.debate.aggregation import TieRule
-from moot.debate.protocols import PRESETS, ProtocolSpec, resolve_protocol
-from moot.debate.stopping import Stopping
-from moot.debate.topology import Topology
+from moot.debate.protocols import COMPONENT_FIELDS, PRESETS, ProtocolSpec, resolve_protocol
+from moot.debate.registry import load_plugin
 from moot.errors import ConfigError, MootError
 
 
@@ -53,27 +51,28 @@ class AgentTemplate(_Strict):
     backend: BackendConfig | None = None
     sampling: Sampling | None = None
     persona: str | None = None
+    agreement: int | None = Field(default=None, ge=0, le=10)
 
 
 class ProtocolOverrides(_Strict):
-    """Component choices that override a preset's (see moot.debate.protocols.ProtocolSpec)."""
+    """Component choices that override a preset's. Their keys are the protocol's own component fields
+    (moot.debate.protocols.COMPONENT_FIELDS: every component slot, the tie rule and moot 0.1's flat
+    settings), given at the top level of a condition or preset table; they are validated when the
+    protocol is resolved, by the components themselves."""
 
-    topology: Topology | None = None
-    history: Literal["chat", "fresh"] | None = None
-    rendering: Literal["du", "grouped"] | None = None
-    style: Literal["peers", "liang"] | None = None
-    initializer: Literal["independent", "diverse"] | None = None
-    pool_size: int | None = Field(default=None, ge=1)
-    similarity: Literal["jaccard", "embedding"] | None = None
-    confidence: bool | None = None
-    confidence_scale: int | None = Field(default=None, ge=1)
-    stopping: Stopping | None = None
-    aggregation: Literal["majority", "confidence", "judge", "moderator"] | None = None
-    tie_rule: TieRule | None = None
+    components: dict[str, Any] = Field(default_factory=dict)
 
-    def components(self) -> dict[str, Any]:
-        """The component choices that were given (only this class's fields, also in subclasses)."""
-        return {k: getattr(self, k) for k in ProtocolOverrides.model_fields if getattr(self, k) is not None}
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        given = dict(data.pop("components", None) or {})
+        for key in COMPONENT_FIELDS:
+            if key in data:
+                given[key] = data.pop(key)
+        return data | ({"components": given} if given else {})
 
 
 class PresetConfig(ProtocolOverrides):
@@ -107,6 +106,9 @@ class Price(_Strict):
 
 class ExperimentConfig(_Strict):
     name: str = "experiment"
+    plugins: tuple[str, ...] = Field(
+        default=(), description="Python files that register their own components (moot.debate.registry.register)"
+    )
     output: Path | None = None
     seeds: tuple[int, ...] = (0,)
     share_round0: bool = Field(
@@ -118,6 +120,11 @@ class ExperimentConfig(_Strict):
     conditions: tuple[ConditionConfig, ...] = Field(min_length=1)
     prices: dict[str, Price] = Field(default_factory=dict, description="by model name (or GGUF path)")
     presets: dict[str, PresetConfig] = Field(default_factory=dict, description="user-defined protocol presets")
+
+    def planned_units(self) -> int:
+        """Questions x seeds x conditions: the results a complete run holds."""
+        per_seed = sum(len(t.ids) if t.ids is not None else t.count or 0 for t in self.tasks)
+        return per_seed * len(self.seeds) * len(self.conditions)
 
     @field_validator("seeds")
     @classmethod
@@ -158,9 +165,12 @@ def resolve_presets(presets: dict[str, PresetConfig]) -> dict[str, ProtocolSpec]
             raise ConfigError(f"presets.{name}: the name of a built-in preset")
         try:
             spec = resolve_protocol(
-                preset.base, agents=preset.agents, rounds=preset.rounds, components=preset.components(),
+                preset.base,
+                agents=preset.agents,
+                rounds=preset.rounds,
+                components=preset.components,
                 presets=resolved,
-            )  # fmt: skip
+            )
         except ConfigError as exc:
             raise ConfigError(f"presets.{name}: {exc}") from None
         resolved[name] = spec.model_copy(update={"name": name, "reference": preset.reference or spec.reference})
@@ -173,9 +183,12 @@ def resolve_condition(
     count = len(condition.agents) if isinstance(condition.agents, list) else condition.agents
     try:
         protocol = resolve_protocol(
-            condition.protocol, agents=count, rounds=condition.rounds, components=condition.components(),
+            condition.protocol,
+            agents=count,
+            rounds=condition.rounds,
+            components=condition.components,
             presets=presets,
-        )  # fmt: skip
+        )
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     templates = condition.agents if isinstance(condition.agents, list) else [AgentTemplate()] * protocol.agents
@@ -184,10 +197,11 @@ def resolve_condition(
         merged = _merge(default, template)
         agents.append(
             AgentSpec(
-                name=merged.name if template.name else f"agent-{i}",
-                backend=merged.backend or BackendConfig(),
+                name=template.name or f"agent-{i}",
+                backend=merged.backend or default_backend(),
                 sampling=merged.sampling or Sampling(),
                 persona=merged.persona,
+                agreement=merged.agreement,
             )
         )
     if protocol.needs_logprobs:
@@ -202,9 +216,15 @@ def resolve_condition(
     judge = None
     if protocol.needs_judge:
         first = agents[0]
-        merged = _merge(AgentTemplate(backend=first.backend, sampling=Sampling(temperature=0.0)), condition.judge or AgentTemplate())
-        judge = AgentSpec(name="judge", backend=merged.backend or first.backend, sampling=merged.sampling or Sampling(),
-                          persona=merged.persona)  # fmt: skip
+        merged = _merge(
+            AgentTemplate(backend=first.backend, sampling=Sampling(temperature=0.0)), condition.judge or AgentTemplate()
+        )
+        judge = AgentSpec(
+            name="judge",
+            backend=merged.backend or first.backend,
+            sampling=merged.sampling or Sampling(),
+            persona=merged.persona,
+        )
     elif condition.judge is not None:
         raise ConfigError(f"{where}.judge: protocol {protocol.name!r} has no judge (its stopping is not 'judge')")
     return ResolvedCondition(name=condition.name, protocol=protocol, agents=tuple(agents), judge=judge)
@@ -262,7 +282,21 @@ def _format_error(exc: ValidationError, source: str) -> ConfigError:
     return ConfigError(f"{source}: {'; '.join(problems)}{more}")
 
 
-def parse_experiment(data: dict[str, Any], source: str = "experiment") -> ExperimentConfig:
+def parse_experiment(data: dict[str, Any], source: str = "experiment", base: Path | None = None) -> ExperimentConfig:
+    """Validate an experiment table, first loading its ``plugins`` (paths relative to ``base``, the
+    experiment file's folder) so that the components they register can be named."""
+    plugins = data.get("plugins", ())
+    if isinstance(plugins, list | tuple):
+        resolved = []
+        for plugin in plugins:
+            if isinstance(plugin, str):
+                path = (base or Path.cwd()) / Path(plugin).expanduser()
+                try:
+                    load_plugin(path)
+                except ConfigError as exc:
+                    raise ConfigError(f"{source}: plugins: {exc}") from None
+                resolved.append(str(path.resolve()))
+        data = {**data, "plugins": resolved} if len(resolved) == len(plugins) else data
     try:
         config = ExperimentConfig.model_validate(data)
     except ValidationError as exc:
@@ -280,4 +314,4 @@ def load_experiment(path: Path) -> ExperimentConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: malformed TOML: {exc}") from None
-    return parse_experiment(data, str(path))
+    return parse_experiment(data, str(path), path.parent)

@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from moot.backends.base import Backend, BackendConfig
+from moot.backends.base import Backend
+from moot.backends.config import BackendConfig
 from moot.backends.factory import make_backend
 from moot.calls import Caller, Usage
 from moot.debate.agents import Agent, AgentSpec, Sampling

@@ -9,8 +9,6 @@ as an uninterrupted one.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import inspect
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,20 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from moot.backends.base import Backend, BackendConfig
-from moot.debate import judge, prompts
 from moot.debate.agents import Agent
-from moot.debate.engine import (
-    FILTER_NAME,
-    HISTORY_MODE,
-    JUDGE_NAME,
-    MODERATOR_NAME,
-    ROUND_CONVENTION,
-    run_debate,
-)
+from moot.debate.components.history import HISTORY_MODE
+from moot.debate.context import FILTER_NAME, JUDGE_NAME, MODERATOR_NAME
+from moot.debate.engine import ROUND_CONVENTION, run_debate
 from moot.debate.records import DebateResult
+from moot.debate.registry import template_hashes
 from moot.errors import ConfigError
-from moot.models import DEFAULT_MODEL
-from moot.calls import Caller
 from moot.runner.cache import CallCache, RecordingCaller
 from moot.runner.config import (
     ExperimentConfig,
@@ -44,7 +35,7 @@ from moot.runner.config import (
 from moot.runner.evaluate import build_agents, check_agents
 from moot.runner.store import RunStore
 from moot.runner.summary import summary_json
-from moot.tasks import Question, Task, get_task
+from moot.tasks import MetricContext, Question, Task, get_task
 
 
 @dataclass(frozen=True)
@@ -85,13 +76,6 @@ def default_output(config: ExperimentConfig) -> Path:
     return Path("runs") / f"{config.name}-{digest}.sqlite"
 
 
-def model_name(backend: BackendConfig) -> str:
-    """The configured name of an agent's model (what prices are keyed by)."""
-    if backend.kind == "local":
-        return backend.model or DEFAULT_MODEL
-    return backend.model or "server-default"
-
-
 def select_questions(task: Task, selection: TaskSelection, where: str) -> list[Question]:
     if selection.split is not None and selection.split not in task.splits:
         raise ConfigError(f"{where}.split: task {task.name} has splits {', '.join(task.splits)}")
@@ -104,21 +88,12 @@ def select_questions(task: Task, selection: TaskSelection, where: str) -> list[Q
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def prompt_template_hashes() -> dict[str, str]:
-    """sha256 of the source of every prompt-rendering function (what changes if a template changes)."""
-    functions = [
-        prompts.initial_messages, prompts.system_messages, prompts.render_peers, prompts.agreement_sentence,
-        prompts.debate_message, prompts.reflection_message, prompts.fresh_message, judge.judge_messages,
-    ]  # fmt: skip
-    return {f.__name__: hashlib.sha256(inspect.getsource(f).encode()).hexdigest() for f in functions}
-
-
 def round0_sharing(conditions: tuple[ResolvedCondition, ...], share: bool) -> dict[str, list[str]]:
     """For each condition, the conditions whose round-0 calls it shares (same agent spec and name, and both
     starting from independent answers: Liang's debaters do not)."""
     if not share:
         return {c.name: [] for c in conditions}
-    specs = {c.name: {a.name: a for a in c.agents} if c.protocol.style == "peers" else {} for c in conditions}
+    specs = {c.name: {a.name: a for a in c.agents} if c.protocol.style.shares_round0() else {} for c in conditions}
     return {
         c.name: [
             other.name
@@ -127,26 +102,6 @@ def round0_sharing(conditions: tuple[ResolvedCondition, ...], share: bool) -> di
         ]
         for c in conditions
     }
-
-
-async def _judge_scores(unit: Unit, result: DebateResult, scorer: Agent, caller: Caller) -> tuple[float | None, Any]:
-    """A judge-scored task (biographies): the judge rates every agent's last reply fact by fact (Du et
-    al. judge each agent's final biography); the metric pools the verdicts over agents."""
-    from moot.tasks.biographies import Verdict, judge_biography
-
-    scores = {}
-    for turn in result.rounds[-1].turns:
-        scores[turn.agent] = await judge_biography(
-            turn.text, unit.question, scorer.backend, caller, agent=f"{JUDGE_NAME}/{turn.agent}",
-            round=result.rounds_used, seed=unit.seed,
-        )  # fmt: skip
-    yes = sum(s.count(Verdict.CONSISTENT) for s in scores.values())
-    no = sum(s.count(Verdict.INCONSISTENT) for s in scores.values())
-    detail = {
-        agent: {"verdicts": [v.value for v in s.verdicts], "precision": s.precision, "calls": s.calls}
-        for agent, s in scores.items()
-    }
-    return (yes / (yes + no) if yes + no else None), detail
 
 
 class Experiment:
@@ -191,13 +146,10 @@ class Experiment:
             "config": self.config.model_dump(mode="json"),
             "round_convention": ROUND_CONVENTION,
             "history_mode": HISTORY_MODE,
-            "prompt_templates": prompt_template_hashes(),
+            "prompt_templates": template_hashes(),
             "round0_sharing": round0_sharing(self.conditions, self.config.share_round0),
             "topology_density": {c.name: c.protocol.topology.density(c.protocol.agents) for c in self.conditions},
-            "task_provenance": [
-                task.provenance() if hasattr(task, "provenance") else {"task": task.name, "source": "generated"}
-                for task in self.tasks.values()
-            ],
+            "task_provenance": [task.provenance() for task in self.tasks.values()],
             "status": "created",
         }
         return RunStore.create(self.output, meta, {c.name: c.model_dump(mode="json") for c in self.conditions})
@@ -222,7 +174,7 @@ class Experiment:
             self._store = self._create_store()
         self.store.set_meta(
             "models",
-            {model_name(cfg): {"backend": cfg.kind, "model_id": b.model_id} for cfg, b in self._backends.items()},
+            {cfg.model_name(): {"backend": cfg.kind, "model_id": b.model_id} for cfg, b in self._backends.items()},
         )
 
     def concurrency(self) -> int:
@@ -231,9 +183,11 @@ class Experiment:
         return max(2, max(b.parallel for b in self._backends.values()))
 
     async def run(
-        self, options: RunOptions = RunOptions(), on_result: Callable[[Unit, DebateResult], None] | None = None,
+        self,
+        options: RunOptions = RunOptions(),
+        on_result: Callable[[Unit, DebateResult], None] | None = None,
         on_start: Callable[[int], None] | None = None,
-    ) -> RunOutcome:  # fmt: skip
+    ) -> RunOutcome:
         start = time.perf_counter()
         try:
             await self._build_agents()
@@ -249,9 +203,8 @@ class Experiment:
         try:
             done = self.store.done()
             pending = [
-                u for u in self.units()
-                if u.key not in done or (options.retry_errors and done[u.key] == "error")
-            ]  # fmt: skip
+                u for u in self.units() if u.key not in done or (options.retry_errors and done[u.key] == "error")
+            ]
             if on_start is not None:
                 on_start(len(pending))
             self.store.set_meta("status", "running")
@@ -269,9 +222,15 @@ class Experiment:
             self.store.set_meta("summary", summary_json(self.store))
             total = sum(1 for _ in self.units())
             return RunOutcome(
-                self.output, total, total - len(pending), len(pending), cache.usage.calls, cache.replayed,
-                cache.usage.errors, time.perf_counter() - start,
-            )  # fmt: skip
+                self.output,
+                total,
+                total - len(pending),
+                len(pending),
+                cache.usage.calls,
+                cache.replayed,
+                cache.usage.errors,
+                time.perf_counter() - start,
+            )
         finally:
             self.store.finish_session(status, cache.usage.calls, cache.replayed)
             await self._close_backends()
@@ -288,21 +247,27 @@ class Experiment:
             agents = self.agents[unit.condition.name]
             judge_agent = self.judges.get(unit.condition.name)
             place: dict[str, object] = {
-                "condition": unit.condition.name, "task": unit.task.name,
-                "question_id": unit.question.id, "seed": unit.seed,
-            }  # fmt: skip
-            scorer = judge_agent or agents[0]  # the model that judges a judge-scored task's replies
-            names = {a.name: model_name(a.spec.backend) for a in agents}
+                "condition": unit.condition.name,
+                "task": unit.task.name,
+                "question_id": unit.question.id,
+                "seed": unit.seed,
+            }
+            scorer = judge_agent or agents[0]  # the model behind a task's own metric (e.g. an LLM judge)
+            names = {a.name: a.spec.backend.model_name() for a in agents}
             # the helper agent speaks as judge, Liang's moderator, a retention filter or a task's scorer
-            names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME, FILTER_NAME), model_name(scorer.spec.backend))
+            names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME, FILTER_NAME), scorer.spec.backend.model_name())
             caller = RecordingCaller(cache, place, names)
             result = await run_debate(
-                unit.question, unit.task, unit.condition.protocol, agents, caller=caller, seed=unit.seed,
+                unit.question,
+                unit.task,
+                unit.condition.protocol,
+                agents,
+                caller=caller,
+                seed=unit.seed,
                 judge=judge_agent,
-            )  # fmt: skip
-            metric, detail = None, None
-            if getattr(unit.task, "judge_scored", False) and result.rounds:
-                metric, detail = await _judge_scores(unit, result, scorer, caller)
+            )
+            scored = await unit.task.metric(result, MetricContext(scorer.backend, caller, JUDGE_NAME, unit.seed))
+            metric, detail = (scored.value, scored.detail) if scored is not None else (None, None)
             self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys, metric, detail)
             if on_result is not None:
                 on_result(unit, result)

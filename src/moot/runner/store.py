@@ -3,6 +3,11 @@
 Every completed model call is committed at once, so a run killed at any moment
 loses at most the calls in flight; a question's turns and result are committed
 together in one transaction, so a question is either wholly stored or not at all.
+
+The store writes the engine's records and reads the same types back (``results``,
+``conditions``, ``run_meta`` ...; see ``moot.runner.records``): its column names and
+JSON layouts stay in this module. A store written with an older schema is migrated
+in place when opened (``MIGRATIONS``), in one transaction.
 """
 
 from __future__ import annotations
@@ -10,17 +15,32 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from moot import __version__
-from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
-from moot.debate.records import DebateResult
-from moot.errors import MootError
+from pydantic import ValidationError
 
-SCHEMA_VERSION = 1
+from moot import __version__
+from moot.backends.base import GenerationRequest, Message, Reply, Sample, TokenLogprob
+from moot.debate.records import (
+    DebateResult,
+    FinalStatus,
+    JudgeVerdict,
+    PoolRecord,
+    RetentionRecord,
+    RoundRecord,
+    Turn,
+    Vote,
+)
+from moot.debate.registry import STORED
+from moot.errors import MootError
+from moot.runner.config import ExperimentConfig, ResolvedCondition, fingerprint_hash, results_fingerprint
+from moot.runner.records import CallError, RunMeta, Session, StoredCall, StoredModel, StoredResult
+from moot.tasks.base import ParseStatus, Question
+
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,16 +64,19 @@ CREATE TABLE IF NOT EXISTS turns (
   answer TEXT, parse_status TEXT NOT NULL, correct INTEGER NOT NULL, confidence REAL,
   finish_reason TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
   latency_s REAL NOT NULL, shown TEXT NOT NULL, nll REAL, anll REAL, perplexity REAL,
+  call_seed INTEGER, logprobs TEXT,
   PRIMARY KEY (condition, task, question_id, seed, round, agent));
 CREATE TABLE IF NOT EXISTS results (
   condition TEXT NOT NULL, task TEXT NOT NULL, question_id TEXT NOT NULL, seed INTEGER NOT NULL,
   final_answer TEXT, status TEXT NOT NULL, correct INTEGER NOT NULL, rounds_used INTEGER NOT NULL,
   stop_reason TEXT NOT NULL, error TEXT, votes TEXT NOT NULL, final_judge TEXT, session INTEGER NOT NULL,
-  metric REAL, metric_detail TEXT, PRIMARY KEY (condition, task, question_id, seed));
+  metric REAL, metric_detail TEXT, protocol TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (condition, task, question_id, seed));
 CREATE TABLE IF NOT EXISTS sessions (
   id INTEGER PRIMARY KEY, started_at REAL NOT NULL, finished_at REAL, status TEXT NOT NULL,
   calls INTEGER NOT NULL DEFAULT 0, cached INTEGER NOT NULL DEFAULT 0, options TEXT NOT NULL);
 """
+# Columns added since schema 1 come last in their tables, so that migrated and new stores agree.
 
 
 TABLES = ("results", "turns", "calls", "call_errors", "questions", "sessions", "conditions", "meta")
@@ -79,6 +102,62 @@ def reply_from_json(text: str) -> Reply:
 
 def request_to_json(request: GenerationRequest) -> str:
     return json.dumps(asdict(request), sort_keys=True)
+
+
+# -- the JSON layouts of a result's rounds ------------------------------------------------------
+def _vote_json(record: RoundRecord) -> dict[str, Any]:
+    """One round's entry in ``results.votes``: its vote and the round's judge, pool and retention."""
+    v = record.vote
+    return {
+        "round": record.index,
+        "counts": v.counts,
+        "winner": v.winner,
+        "weights": v.weights,
+        "tied": v.tied,
+        "unparsed": v.unparsed,
+        "judge": asdict(record.judge) if record.judge else None,
+        "pool": asdict(record.pool) if record.pool else None,
+        "retention": asdict(record.retention) if record.retention else None,
+    }
+
+
+def _record(cls: Any, data: dict[str, Any]) -> Any:
+    """A flat record (JudgeVerdict, PoolRecord, RetentionRecord) from its JSON: lists back to tuples."""
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def _vote(data: dict[str, Any]) -> Vote:
+    weights = data["weights"]
+    return Vote(
+        counts=tuple((a, n) for a, n in data["counts"]),
+        winner=data["winner"],
+        tied=tuple(data["tied"]),
+        unparsed=data["unparsed"],
+        weights=None if weights is None else tuple((a, w) for a, w in weights),
+    )
+
+
+def _turn(row: sqlite3.Row) -> Turn:
+    logprobs = json.loads(row["logprobs"]) if row["logprobs"] is not None else None
+    return Turn(
+        agent=row["agent"],
+        round=row["round"],
+        text=row["text"],
+        answer=row["answer"],
+        parse_status=ParseStatus(row["parse_status"]),
+        correct=bool(row["correct"]),
+        finish_reason=row["finish_reason"],
+        prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"],
+        latency_s=row["latency_s"],
+        seed=row["call_seed"],
+        shown=tuple(Message(m["role"], m["content"]) for m in json.loads(row["shown"])),
+        logprobs=None if logprobs is None else tuple(TokenLogprob(**t) for t in logprobs),
+        confidence=row["confidence"],
+        nll=row["nll"],
+        anll=row["anll"],
+        perplexity=row["perplexity"],
+    )
 
 
 class RunStore:
@@ -130,21 +209,47 @@ class RunStore:
 
     @classmethod
     def open(cls, path: Path) -> RunStore:
+        """An existing store; one written with an older schema is migrated to this one first."""
         if not path.is_file():
             raise StoreError(f"no run store at {path}")
         try:
             db = cls._connect(path)
-            rows = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            version = _schema_version(db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path} is not a readable moot run store ({exc})") from None
-        version = json.loads(rows.get("schema_version", "null"))
+        store = cls(path, db)
         if version != SCHEMA_VERSION:
-            written_by = json.loads(rows.get("moot_version", '"an unknown version"'))
-            raise StoreError(
-                f"{path} was written by moot {written_by} with store schema {version}; "
-                f"this moot ({__version__}) reads schema {SCHEMA_VERSION}"
-            )
-        return cls(path, db)
+            try:
+                store._migrate()
+            except BaseException:
+                db.close()
+                raise
+        return store
+
+    def _migrate(self) -> None:
+        """Bring an older store to SCHEMA_VERSION, one step at a time, in one transaction."""
+        with self._transaction() as db:
+            version = _schema_version(db)  # again, inside the transaction: another process may have migrated
+            if version == SCHEMA_VERSION:
+                return
+            if not isinstance(version, int) or version not in MIGRATIONS:
+                row = db.execute("SELECT value FROM meta WHERE key = 'moot_version'").fetchone()
+                written_by = json.loads(row[0]) if row else "an unknown version"
+                raise StoreError(
+                    f"{self.path} was written by moot {written_by} with store schema {version}; "
+                    f"this moot ({__version__}) reads schema {SCHEMA_VERSION}"
+                )
+            start = version
+            while version != SCHEMA_VERSION:
+                try:
+                    MIGRATIONS[version](db)
+                except (ValidationError, MootError, KeyError, ValueError) as exc:
+                    raise StoreError(
+                        f"{self.path}: cannot migrate its store schema {version} to {version + 1} ({exc})"
+                    ) from None
+                version += 1
+            _set_meta(db, "schema_version", SCHEMA_VERSION)
+            _set_meta(db, "migrated_from", start)
 
     def close(self) -> None:
         self._db.close()
@@ -164,16 +269,55 @@ class RunStore:
     def _transaction(self) -> RunStore._Tx:
         return RunStore._Tx(self._db)
 
+    def _select(self, sql: str, *args: Any) -> Iterator[sqlite3.Row]:
+        """Rows by column name (sqlite3.Row), for the typed readers below."""
+        cursor = self._db.cursor()
+        cursor.row_factory = sqlite3.Row
+        return cursor.execute(sql, args)
+
     # -- metadata ---------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
+        """The metadata as stored (key -> JSON value); ``run_meta`` reads it typed."""
         return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM meta")}
 
     def set_meta(self, key: str, value: Any) -> None:
         with self._transaction() as db:
-            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+            _set_meta(db, key, value)
 
-    def conditions(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self._db.execute("SELECT name, config FROM conditions")}
+    def run_meta(self) -> RunMeta:
+        """The run's metadata, typed."""
+        m = self.meta()
+        try:
+            return RunMeta(
+                schema_version=m["schema_version"],
+                moot_version=m["moot_version"],
+                created_at=m["created_at"],
+                name=m["name"],
+                status=m["status"],
+                fingerprint_hash=m["fingerprint_hash"],
+                config=ExperimentConfig.model_validate(m["config"]),
+                round_convention=m.get("round_convention", ""),
+                history_mode=m.get("history_mode", ""),
+                prompt_templates=m.get("prompt_templates", {}),
+                round0_sharing={k: tuple(v) for k, v in m.get("round0_sharing", {}).items()},
+                topology_density=m.get("topology_density", {}),
+                task_provenance=tuple(m.get("task_provenance", [])),
+                models={k: StoredModel(**v) for k, v in m.get("models", {}).items()},
+                summary=m.get("summary"),
+                migrated_from=m.get("migrated_from"),
+            )
+        except (KeyError, TypeError, ValidationError) as exc:
+            raise StoreError(f"{self.path}: its run metadata is incomplete or invalid ({exc})") from None
+
+    def conditions(self) -> dict[str, ResolvedCondition]:
+        """The run's conditions, resolved, in the run's order."""
+        out = {}
+        for name, config in self._db.execute("SELECT name, config FROM conditions ORDER BY rowid"):
+            try:
+                out[name] = ResolvedCondition.model_validate(json.loads(config), context=STORED)
+            except ValidationError as exc:
+                raise StoreError(f"{self.path}: stored condition {name!r} is invalid ({exc})") from None
+        return out
 
     def start_session(self, options: dict[str, Any]) -> int:
         with self._transaction() as db:
@@ -191,9 +335,19 @@ class RunStore:
                 (time.time(), status, calls, cached, self.session),
             )
 
-    def sessions(self) -> list[dict[str, Any]]:
-        cursor = self._db.execute("SELECT * FROM sessions ORDER BY id")
-        return [dict(zip([c[0] for c in cursor.description], row)) for row in cursor]
+    def sessions(self) -> list[Session]:
+        return [
+            Session(
+                r["id"],
+                r["started_at"],
+                r["finished_at"],
+                r["status"],
+                r["calls"],
+                r["cached"],
+                json.loads(r["options"]),
+            )
+            for r in self._select("SELECT * FROM sessions ORDER BY id")
+        ]
 
     # -- questions --------------------------------------------------------------------
     def add_questions(self, task: str, questions: Sequence[Any]) -> None:
@@ -202,6 +356,13 @@ class RunStore:
                 "INSERT OR IGNORE INTO questions VALUES (?, ?, ?, ?, ?)",
                 [(task, q.id, q.prompt, q.gold, json.dumps(q.metadata)) for q in questions],
             )
+
+    def questions(self) -> dict[tuple[str, str], Question]:
+        """(task, question id) -> question, in the run's question order."""
+        return {
+            (r["task"], r["question_id"]): Question(r["question_id"], r["prompt"], r["gold"], json.loads(r["metadata"]))
+            for r in self._select("SELECT * FROM questions ORDER BY rowid")
+        }
 
     # -- calls ------------------------------------------------------------------------
     def cached_reply(self, key: str) -> Reply | None:
@@ -217,21 +378,56 @@ class RunStore:
             db.execute(
                 f"{verb} INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    key, place["condition"], place["task"], place["question_id"], place["seed"], place["round"],
-                    place["agent"], request.n, place["backend"], reply.model, place["model_name"],
-                    request_to_json(request), reply_to_json(reply), reply.prompt_tokens, reply.completion_tokens,
-                    sum(s.latency_s for s in reply.samples), self.session, time.time(),
+                    key,
+                    place["condition"],
+                    place["task"],
+                    place["question_id"],
+                    place["seed"],
+                    place["round"],
+                    place["agent"],
+                    request.n,
+                    place["backend"],
+                    reply.model,
+                    place["model_name"],
+                    request_to_json(request),
+                    reply_to_json(reply),
+                    reply.prompt_tokens,
+                    reply.completion_tokens,
+                    sum(s.latency_s for s in reply.samples),
+                    self.session,
+                    time.time(),
                 ),
-            )  # fmt: skip
+            )
 
     def add_call_error(self, key: str, place: dict[str, Any], error: str) -> None:
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO call_errors (key, condition, task, question_id, seed, round, agent, error, session, "
                 "created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (key, place["condition"], place["task"], place["question_id"], place["seed"], place["round"],
-                 place["agent"], error, self.session, time.time()),
-            )  # fmt: skip
+                (
+                    key,
+                    place["condition"],
+                    place["task"],
+                    place["question_id"],
+                    place["seed"],
+                    place["round"],
+                    place["agent"],
+                    error,
+                    self.session,
+                    time.time(),
+                ),
+            )
+
+    def calls(self) -> list[StoredCall]:
+        """Every completed call, in the order they were stored (request and reply left out)."""
+        columns = ", ".join(f.name for f in fields(StoredCall))
+        rows = self._db.execute(f"SELECT {columns} FROM calls ORDER BY rowid")
+        return [StoredCall(*row) for row in rows]
+
+    def call_errors(self) -> list[CallError]:
+        columns = ", ".join(f.name for f in fields(CallError))
+        rows = self._db.execute(f"SELECT {columns} FROM call_errors ORDER BY id")
+        return [CallError(*row) for row in rows]
 
     # -- results ----------------------------------------------------------------------
     def done(self) -> dict[tuple[str, str, str, int], str]:
@@ -240,9 +436,15 @@ class RunStore:
         return {(c, t, q, s): status for c, t, q, s, status in rows}
 
     def add_result(
-        self, condition: str, task: str, seed: int, result: DebateResult, call_keys: dict[tuple[int, str], str],
-        metric: float | None = None, metric_detail: Any = None,
-    ) -> None:  # fmt: skip
+        self,
+        condition: str,
+        task: str,
+        seed: int,
+        result: DebateResult,
+        call_keys: dict[tuple[int, str], str],
+        metric: float | None = None,
+        metric_detail: Any = None,
+    ) -> None:
         """Store a question's turns and result in one transaction (replacing an earlier error result).
 
         ``metric`` is a task's own score where accuracy does not apply (biographies: fact precision),
@@ -254,39 +456,194 @@ class RunStore:
             db.execute("DELETE FROM results WHERE condition=? AND task=? AND question_id=? AND seed=?", where)
             for record in result.rounds:
                 for t in record.turns:
+                    logprobs = json.dumps([asdict(x) for x in t.logprobs]) if t.logprobs is not None else None
                     db.execute(
-                        "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (*where, t.round, t.agent, call_keys.get((t.round, t.agent), ""), t.text, t.answer,
-                         t.parse_status.value, int(t.correct), t.confidence, t.finish_reason, t.prompt_tokens,
-                         t.completion_tokens, t.latency_s, json.dumps([m.as_dict() for m in t.shown]),
-                         t.nll, t.anll, t.perplexity),
-                    )  # fmt: skip
-            votes = [
-                {"round": r.index, "counts": r.vote.counts, "winner": r.vote.winner, "weights": r.vote.weights,
-                 "judge": asdict(r.judge) if r.judge else None, "pool": asdict(r.pool) if r.pool else None,
-                 "retention": asdict(r.retention) if r.retention else None}
-                for r in result.rounds
-            ]  # fmt: skip
+                        "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (
+                            *where,
+                            t.round,
+                            t.agent,
+                            call_keys.get((t.round, t.agent), ""),
+                            t.text,
+                            t.answer,
+                            t.parse_status.value,
+                            int(bool(t.correct)),
+                            t.confidence,
+                            t.finish_reason,
+                            t.prompt_tokens,
+                            t.completion_tokens,
+                            t.latency_s,
+                            json.dumps([m.as_dict() for m in t.shown]),
+                            t.nll,
+                            t.anll,
+                            t.perplexity,
+                            t.seed,
+                            logprobs,
+                        ),
+                    )
             final_judge = json.dumps(asdict(result.final_judge)) if result.final_judge else None
             db.execute(
-                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (*where, result.final_answer, result.status.value, int(result.correct), result.rounds_used,
-                 result.stop_reason, result.error, json.dumps(votes), final_judge, self.session, metric,
-                 json.dumps(metric_detail) if metric_detail is not None else None),
-            )  # fmt: skip
+                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    *where,
+                    result.final_answer,
+                    result.status.value,
+                    int(result.correct),
+                    result.rounds_used,
+                    result.stop_reason,
+                    result.error,
+                    json.dumps([_vote_json(r) for r in result.rounds]),
+                    final_judge,
+                    self.session,
+                    metric,
+                    json.dumps(metric_detail) if metric_detail is not None else None,
+                    result.protocol,
+                ),
+            )
 
+    def results(self) -> list[StoredResult]:
+        """Every stored result with its rounds, in the run's order: question, seed, then condition.
+
+        A result whose question or condition the store does not list (a hand-edited store) comes
+        after those it lists, with an empty prompt and gold."""
+        questions = self.questions()
+        turns: dict[tuple[str, str, str, int], dict[int, list[Turn]]] = {}
+        keys: dict[tuple[str, str, str, int], dict[tuple[int, str], str]] = {}
+        for row in self._select("SELECT * FROM turns ORDER BY rowid"):
+            unit = (row["condition"], row["task"], row["question_id"], row["seed"])
+            turns.setdefault(unit, {}).setdefault(row["round"], []).append(_turn(row))
+            keys.setdefault(unit, {})[(row["round"], row["agent"])] = row["call_key"]
+        out = []
+        for row in self._select("SELECT * FROM results ORDER BY rowid"):
+            unit = (row["condition"], row["task"], row["question_id"], row["seed"])
+            votes = {v["round"]: v for v in json.loads(row["votes"])}
+            rounds = tuple(
+                RoundRecord(
+                    index=i,
+                    turns=tuple(ts),
+                    vote=_vote(votes[i]),
+                    judge=_record(JudgeVerdict, votes[i]["judge"]) if votes[i]["judge"] else None,
+                    pool=_record(PoolRecord, votes[i]["pool"]) if votes[i]["pool"] else None,
+                    retention=_record(RetentionRecord, votes[i]["retention"]) if votes[i]["retention"] else None,
+                )
+                for i, ts in sorted(turns.get(unit, {}).items())
+            )
+            question = questions.get((row["task"], row["question_id"])) or Question(row["question_id"], "", "")
+            result = DebateResult(
+                question=question,
+                protocol=row["protocol"],
+                rounds=rounds,
+                final_answer=row["final_answer"],
+                status=FinalStatus(row["status"]),
+                correct=bool(row["correct"]),
+                stop_reason=row["stop_reason"],
+                error=row["error"],
+                final_judge=_record(JudgeVerdict, json.loads(row["final_judge"])) if row["final_judge"] else None,
+            )
+            detail = json.loads(row["metric_detail"]) if row["metric_detail"] is not None else None
+            out.append(
+                StoredResult(
+                    row["condition"],
+                    row["task"],
+                    row["seed"],
+                    result,
+                    row["session"],
+                    row["metric"],
+                    detail,
+                    keys.get(unit, {}),
+                )
+            )
+        question_index = {k: i for i, k in enumerate(questions)}
+        names = self._db.execute("SELECT name FROM conditions ORDER BY rowid")
+        condition_index = {name: i for i, (name,) in enumerate(names)}
+        out.sort(
+            key=lambda r: (
+                question_index.get((r.task, r.result.question.id), len(question_index)),
+                r.seed,
+                condition_index.get(r.condition, len(condition_index)),
+            )
+        )
+        return out
+
+    # -- tables as stored (for export) --------------------------------------------------
     @staticmethod
     def _check_table(table: str) -> None:
         if table not in TABLES:
             raise StoreError(f"no table {table!r}; tables: {', '.join(TABLES)}")
 
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """A table's rows as stored, column by column: what ``moot export`` writes."""
         self._check_table(table)
-        cursor = self._db.execute(f"SELECT * FROM {table}")  # noqa: S608 - table name checked above
+        cursor = self._db.execute(f"SELECT * FROM {table}")
         names = [c[0] for c in cursor.description]
         for row in cursor:
             yield dict(zip(names, row))
 
     def count(self, table: str) -> int:
         self._check_table(table)
-        return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # noqa: S608
+        return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+def _schema_version(db: sqlite3.Connection) -> Any:
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def _set_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
+    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+
+# -- migrations: MIGRATIONS[v] brings a schema-v store to v + 1, inside the caller's transaction ----------
+def _migrate_1_to_2(db: sqlite3.Connection) -> None:
+    """Schema 2: conditions in their canonical form, and what a result needs to read back whole.
+
+    Each stored condition is re-validated and written back as its current dump, and the run's
+    fingerprint hash recomputed from it, so that a store made before a config class changed its
+    dump stays resumable. The hash is replaced only when the stored form still gives the stored
+    hash (same task data files): otherwise a resume refuses the store, as it did before.
+    Turns gain the call's seed and log-probabilities (unknown for schema 1: NULL), results their
+    protocol's name, and each round's vote its tied answers and unparsed count (recounted)."""
+    meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
+    rows = db.execute("SELECT name, config FROM conditions ORDER BY rowid").fetchall()
+    stored = [(name, json.loads(config)) for name, config in rows]
+    conditions = tuple(ResolvedCondition.model_validate(config, context=STORED) for _, config in stored)
+    for condition in conditions:
+        db.execute(
+            "UPDATE conditions SET config = ? WHERE name = ?",
+            (json.dumps(condition.model_dump(mode="json")), condition.name),
+        )
+    config = ExperimentConfig.model_validate(meta["config"])
+    before = results_fingerprint(config, conditions) | {"conditions": [c for _, c in stored]}
+    if fingerprint_hash(before) == meta.get("fingerprint_hash"):
+        _set_meta(db, "fingerprint_hash", fingerprint_hash(results_fingerprint(config, conditions)))
+
+    db.execute("ALTER TABLE turns ADD COLUMN call_seed INTEGER")
+    db.execute("ALTER TABLE turns ADD COLUMN logprobs TEXT")
+    db.execute("ALTER TABLE results ADD COLUMN protocol TEXT NOT NULL DEFAULT ''")
+    for condition in conditions:
+        db.execute("UPDATE results SET protocol = ? WHERE condition = ?", (condition.protocol.name, condition.name))
+    unparsed: dict[tuple[Any, ...], int] = {}
+    for *unit, n in db.execute(
+        "SELECT condition, task, question_id, seed, round, SUM(parse_status = 'unparsed') FROM turns "
+        "GROUP BY condition, task, question_id, seed, round"
+    ):
+        unparsed[tuple(unit)] = n
+    rows = db.execute("SELECT condition, task, question_id, seed, votes FROM results").fetchall()
+    for *unit, votes in rows:
+        rounds = json.loads(votes)
+        for v in rounds:
+            v["tied"] = _tied(v["weights"] if v["weights"] is not None else v["counts"])
+            v["unparsed"] = unparsed.get((*unit, v["round"]), 0)
+        db.execute(
+            "UPDATE results SET votes = ? WHERE condition = ? AND task = ? AND question_id = ? AND seed = ?",
+            (json.dumps(rounds), *unit),
+        )
+
+
+def _tied(tally: list[list[Any]]) -> list[str]:
+    """The answers sharing the top count (or weight), as moot.debate.aggregation decides them."""
+    top = max((n for _, n in tally), default=None)
+    return [a for a, n in tally if n == top]
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2}

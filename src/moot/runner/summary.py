@@ -1,20 +1,106 @@
-"""Accounting and per-question tables, read back from a run store."""
+"""Accounting and per-question tables, read back from a run store as typed records.
+
+``usage`` is the one computation of calls, tokens, model time and cost, for ``moot run``'s
+totals, the stored summary and the report.
+"""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
+from moot.runner.config import Price
+from moot.runner.records import StoredCall, StoredResult
 from moot.runner.store import RunStore
 
+K = TypeVar("K", bound=Hashable)
 
-@dataclass
+
+@dataclass(frozen=True)
+class Usage:
+    """Calls and tokens. ``calls``/tokens/model time/cost are what was paid for (calls stored under a
+    condition); ``used_*`` count every call the debates used (agents' turns, judges, moderators, filters,
+    scorers), including calls shared with another condition or replayed."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0  # model time of the paid calls
+    cost: float | None = 0.0  # US dollars; None when some paid call's model has no price
+    unpriced: frozenset[str] = frozenset()  # model names without a price
+    used_calls: int = 0
+    used_prompt_tokens: int = 0
+    used_completion_tokens: int = 0
+
+    @property
+    def used_tokens(self) -> int:
+        return self.used_prompt_tokens + self.used_completion_tokens
+
+
+def helper_usage(stored: StoredResult) -> tuple[int, int, int]:
+    """Calls, prompt and completion tokens of a result's non-agent calls: judges, Liang's moderator and
+    final judge, retention filters, and a judge-scored task's scorer (its tokens are not recorded per
+    question, only its calls)."""
+    result = stored.result
+    verdicts = [r.judge for r in result.rounds if r.judge is not None]
+    if result.final_judge is not None:
+        verdicts.append(result.final_judge)
+    filters = [r.retention for r in result.rounds if r.retention is not None]
+    return (
+        sum(v.calls for v in verdicts) + sum(f.filter_calls for f in filters) + stored.scorer_calls,
+        sum(v.prompt_tokens for v in verdicts) + sum(f.filter_prompt_tokens for f in filters),
+        sum(v.completion_tokens for v in verdicts) + sum(f.filter_completion_tokens for f in filters),
+    )
+
+
+def usage(
+    calls: Iterable[StoredCall],
+    results: Iterable[StoredResult],
+    prices: Mapping[str, Price],
+    by: Callable[[str, str], K],
+) -> dict[K, Usage]:
+    """Paid and used calls and tokens grouped by ``by(condition, task)``, priced by model name (US dollars
+    per million tokens). A group with a call whose model has no price has cost None."""
+    out: dict[K, Usage] = {}
+    for c in calls:
+        key = by(c.condition, c.task)
+        u = out.get(key, Usage())
+        price = prices.get(c.model_name)
+        cost = None
+        if price is not None and u.cost is not None:
+            cost = u.cost + (c.prompt_tokens * price.prompt + c.completion_tokens * price.completion) / 1e6
+        out[key] = replace(
+            u,
+            calls=u.calls + 1,
+            prompt_tokens=u.prompt_tokens + c.prompt_tokens,
+            completion_tokens=u.completion_tokens + c.completion_tokens,
+            latency_s=u.latency_s + c.latency_s,
+            cost=cost,
+            unpriced=u.unpriced if price is not None else u.unpriced | {c.model_name},
+        )
+    for r in results:
+        key = by(r.condition, r.task)
+        u = out.get(key, Usage())
+        calls_, prompt_tokens, completion_tokens = helper_usage(r)
+        for record in r.result.rounds:
+            for turn in record.turns:
+                calls_ += 1
+                prompt_tokens += turn.prompt_tokens
+                completion_tokens += turn.completion_tokens
+        out[key] = replace(
+            u,
+            used_calls=u.used_calls + calls_,
+            used_prompt_tokens=u.used_prompt_tokens + prompt_tokens,
+            used_completion_tokens=u.used_completion_tokens + completion_tokens,
+        )
+    return out
+
+
+@dataclass(frozen=True)
 class ConditionSummary:
-    """Totals of one condition. ``calls``/tokens are what the condition itself paid for;
-    ``used_*`` count every call its debates used, including calls shared with other
-    conditions or replayed."""
+    """Totals of one condition (or of the run): its results and its ``usage``."""
 
     name: str
     questions: int = 0
@@ -23,17 +109,9 @@ class ConditionSummary:
     abstained: int = 0
     errors: int = 0
     rounds: int = 0
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    cost: float | None = 0.0
-    used_calls: int = 0
-    used_prompt_tokens: int = 0
-    used_completion_tokens: int = 0
-    unpriced: set[str] = field(default_factory=set)
     metric_sum: float = 0.0  # a task's own score (biographies: fact precision), where it applies
     metric_count: int = 0
+    usage: Usage = Usage()
 
     @property
     def accuracy(self) -> float:
@@ -43,6 +121,73 @@ class ConditionSummary:
     def metric(self) -> float | None:
         """The mean of the task's own score over the questions that have one."""
         return self.metric_sum / self.metric_count if self.metric_count else None
+
+    # the usage, by the names moot run's totals use
+    @property
+    def calls(self) -> int:
+        return self.usage.calls
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.usage.completion_tokens
+
+    @property
+    def latency_s(self) -> float:
+        return self.usage.latency_s
+
+    @property
+    def cost(self) -> float | None:
+        return self.usage.cost
+
+    @property
+    def used_calls(self) -> int:
+        return self.usage.used_calls
+
+    @property
+    def used_prompt_tokens(self) -> int:
+        return self.usage.used_prompt_tokens
+
+    @property
+    def used_completion_tokens(self) -> int:
+        return self.usage.used_completion_tokens
+
+    @property
+    def unpriced(self) -> set[str]:
+        return set(self.usage.unpriced)
+
+
+def _summary(name: str, results: list[StoredResult], used: Usage) -> ConditionSummary:
+    metrics = [r.metric for r in results if r.metric is not None]
+    return ConditionSummary(
+        name=name,
+        questions=len(results),
+        correct=sum(r.result.correct for r in results),
+        unparsed=sum(r.result.status == "unparsed" for r in results),
+        abstained=sum(r.result.status == "abstained" for r in results),
+        errors=sum(r.result.status == "error" for r in results),
+        rounds=sum(r.result.rounds_used for r in results),
+        metric_sum=sum(metrics, 0.0),
+        metric_count=len(metrics),
+        usage=used,
+    )
+
+
+def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary]:
+    """Per-condition summaries (in the run's condition order) and the run's total."""
+    names = list(store.conditions())
+    prices = store.run_meta().config.prices
+    results = store.results()
+    calls = store.calls()
+    per_condition = usage(calls, results, prices, lambda condition, task: condition)
+    total = usage(calls, results, prices, lambda condition, task: None).get(None, Usage())
+    return (
+        [_summary(n, [r for r in results if r.condition == n], per_condition.get(n, Usage())) for n in names],
+        _summary("total", results, total),
+    )
 
 
 @dataclass(frozen=True)
@@ -60,117 +205,52 @@ class QuestionRow:
     error: str | None
 
 
-def helper_usage(result: dict[str, Any]) -> tuple[int, int, int]:
-    """Calls, prompt and completion tokens of a stored result's non-agent calls: judges, Liang's
-    moderator and final judge, retention filters, and a judge-scored task's judge (its tokens are
-    not recorded per question, only its calls)."""
-    calls = prompt_tokens = completion_tokens = 0
-    for vote in json.loads(result["votes"]):
-        parts = [vote.get("judge")]
-        if vote.get("retention"):
-            r = vote["retention"]
-            parts.append({"calls": r["filter_calls"], "prompt_tokens": r["filter_prompt_tokens"],
-                          "completion_tokens": r["filter_completion_tokens"]})  # fmt: skip
-        for part in parts:
-            if part:  # a verdict is one call unless it says otherwise (a JSON repair, a two-step judge)
-                calls += part.get("calls", 1)
-                prompt_tokens += part.get("prompt_tokens", 0)
-                completion_tokens += part.get("completion_tokens", 0)
-    if result.get("final_judge"):
-        final = json.loads(result["final_judge"])
-        calls += final.get("calls", 1)
-        prompt_tokens += final.get("prompt_tokens", 0)
-        completion_tokens += final.get("completion_tokens", 0)
-    if result.get("metric_detail"):
-        calls += sum(agent["calls"] for agent in json.loads(result["metric_detail"]).values())
-    return calls, prompt_tokens, completion_tokens
-
-
-def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary]:
-    """Per-condition summaries (in the run's condition order) and the run's total."""
-    prices = store.meta().get("config", {}).get("prices", {})
-    names = list(store.conditions())
-    by_name = {n: ConditionSummary(n) for n in names}
-    for r in store.rows("results"):
-        s = by_name[r["condition"]]
-        s.questions += 1
-        s.correct += r["correct"]
-        s.rounds += r["rounds_used"]
-        s.unparsed += r["status"] == "unparsed"
-        s.abstained += r["status"] == "abstained"
-        s.errors += r["status"] == "error"
-        if r["metric"] is not None:
-            s.metric_sum += r["metric"]
-            s.metric_count += 1
-        calls, prompt_tokens, completion_tokens = helper_usage(r)
-        s.used_calls += calls
-        s.used_prompt_tokens += prompt_tokens
-        s.used_completion_tokens += completion_tokens
-    for t in store.rows("turns"):
-        s = by_name[t["condition"]]
-        s.used_calls += 1
-        s.used_prompt_tokens += t["prompt_tokens"]
-        s.used_completion_tokens += t["completion_tokens"]
-    total = ConditionSummary("total")
-    for c in store.rows("calls"):
-        for s in (by_name[c["condition"]], total):
-            s.calls += 1
-            s.prompt_tokens += c["prompt_tokens"]
-            s.completion_tokens += c["completion_tokens"]
-            s.latency_s += c["latency_s"]
-            price = prices.get(c["model_name"])
-            if price is None:
-                s.unpriced.add(c["model_name"])
-            elif s.cost is not None:
-                s.cost += (c["prompt_tokens"] * price["prompt"] + c["completion_tokens"] * price["completion"]) / 1e6
-    for s in [*by_name.values()]:
-        for attr in ("questions", "correct", "unparsed", "abstained", "errors", "rounds", "used_calls",
-                     "used_prompt_tokens", "used_completion_tokens", "metric_sum", "metric_count"):  # fmt: skip
-            setattr(total, attr, getattr(total, attr) + getattr(s, attr))
-    for s in [*by_name.values(), total]:
-        if s.unpriced:
-            s.cost = None
-    return [by_name[n] for n in names], total
-
-
 def question_rows(store: RunStore) -> list[QuestionRow]:
-    """Every stored result with its answers per round, in the run's question and condition order."""
-    questions = {(q["task"], q["question_id"]): q for q in store.rows("questions")}
-    answers: dict[tuple[str, str, str, int], dict[int, list[tuple[str, str | None]]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
-    for t in store.rows("turns"):
-        answers[(t["condition"], t["task"], t["question_id"], t["seed"])][t["round"]].append((t["agent"], t["answer"]))
-    agent_order = {
-        name: [a["name"] for a in config["agents"]] for name, config in store.conditions().items()
-    }
-    question_index = {(q["task"], q["question_id"]): i for i, q in enumerate(questions.values())}
-    condition_index = {name: i for i, name in enumerate(agent_order)}
-    rows = []
-    for r in store.rows("results"):
-        key = (r["condition"], r["task"], r["question_id"], r["seed"])
-        order = agent_order[r["condition"]]
-        per_round = tuple(
-            tuple(a for _, a in sorted(turns, key=lambda t: order.index(t[0])))
-            for _, turns in sorted(answers[key].items())
+    """Every stored result with its answers per round, in the run's question, seed and condition order."""
+    return [
+        QuestionRow(
+            r.condition,
+            r.task,
+            r.result.question.id,
+            r.seed,
+            r.result.question.prompt,
+            r.result.question.gold,
+            tuple(tuple(t.answer for t in record.turns) for record in r.result.rounds),
+            r.result.final_answer,
+            r.result.status.value,
+            r.result.correct,
+            r.result.error,
         )
-        q = questions[(r["task"], r["question_id"])]
-        rows.append(
-            QuestionRow(
-                r["condition"], r["task"], r["question_id"], r["seed"], q["prompt"], q["gold"], per_round,
-                r["final_answer"], r["status"], bool(r["correct"]), r["error"],
-            )  # fmt: skip
-        )
-    rows.sort(key=lambda r: (question_index[(r.task, r.question_id)], r.seed, condition_index[r.condition]))
-    return rows
+        for r in store.results()
+    ]
 
 
 def summary_json(store: RunStore) -> dict[str, Any]:
+    """The summary as JSON (stored in the run's meta at the end of each session)."""
     conditions, total = summarize(store)
+
     def as_dict(s: ConditionSummary) -> dict[str, Any]:
-        d = {k: v for k, v in s.__dict__.items() if k != "unpriced"}
-        d["accuracy"] = s.accuracy
-        d["metric"] = s.metric
-        d["unpriced_models"] = sorted(s.unpriced)
-        return d
+        return {
+            "name": s.name,
+            "questions": s.questions,
+            "correct": s.correct,
+            "unparsed": s.unparsed,
+            "abstained": s.abstained,
+            "errors": s.errors,
+            "rounds": s.rounds,
+            "calls": s.calls,
+            "prompt_tokens": s.prompt_tokens,
+            "completion_tokens": s.completion_tokens,
+            "latency_s": s.latency_s,
+            "cost": s.cost,
+            "used_calls": s.used_calls,
+            "used_prompt_tokens": s.used_prompt_tokens,
+            "used_completion_tokens": s.used_completion_tokens,
+            "metric_sum": s.metric_sum,
+            "metric_count": s.metric_count,
+            "accuracy": s.accuracy,
+            "metric": s.metric,
+            "unpriced_models": sorted(s.unpriced),
+        }
+
     return json.loads(json.dumps({"conditions": [as_dict(c) for c in conditions], "total": as_dict(total)}))

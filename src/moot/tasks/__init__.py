@@ -11,16 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from moot.errors import ConfigError
 from moot.tasks.arc import ARCChallengeTask
 from moot.tasks.arithmetic import ArithmeticTask
-from moot.tasks.base import Extraction, ParseStatus, Question, Task
+from moot.tasks.base import (
+    DataSource,
+    Extraction,
+    MetricContext,
+    ParseStatus,
+    Question,
+    Task,
+    TaskBase,
+    TaskCard,
+    TaskMetric,
+)
 from moot.tasks.biographies import BiographiesTask
 from moot.tasks.chess_tasks import ChessMoveTask, ChessValidityTask
 from moot.tasks.csqa import CommonsenseQATask
-from moot.tasks.data import DataSource
 from moot.tasks.gpqa import GPQATask
 from moot.tasks.gsm8k import GSM8KTask
 from moot.tasks.hellaswag import HellaSwagTask
@@ -68,24 +76,12 @@ def load_local(task: Task, path: str | Path) -> Task:
     The file is read and checked now: a missing field or a wrong type is a ConfigError
     naming the file, the row and the field. Its only split is "file".
     """
-    with_source: Any = getattr(task, "with_source", None)
-    if with_source is None:
-        raise ConfigError(f"task {task.name} generates its questions; it reads no data file")
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such file")
-    loaded: Task = with_source(DataSource("file", str(path)))
-    loaded.items()  # type: ignore[attr-defined]
-    return loaded
+    return task.with_source(DataSource("file", str(path)))
 
 
 def load_hub(task: Task, repo: str | None = None) -> Task:
     """``task`` reading the Hugging Face hub (``repo`` replaces its repository, e.g. a local copy)."""
-    with_source: Any = getattr(task, "with_source", None)
-    if with_source is None or getattr(task, "hub", None) is None:
-        raise ConfigError(f"task {task.name} has no Hugging Face hub dataset")
-    loaded: Task = with_source(DataSource("hub", repo))
-    return loaded
+    return task.with_source(DataSource("hub", repo))
 
 
 def get_task(name: str, data: str | Path | None = None) -> Task:
@@ -106,6 +102,18 @@ def get_task(name: str, data: str | Path | None = None) -> Task:
 
 
 __all__ = [
-    "PARAMETRISED", "TASKS", "Extraction", "ParseStatus", "Question", "Task",
-    "get_task", "load_hub", "load_local",
-]  # fmt: skip
+    "PARAMETRISED",
+    "TASKS",
+    "DataSource",
+    "Extraction",
+    "MetricContext",
+    "ParseStatus",
+    "Question",
+    "Task",
+    "TaskBase",
+    "TaskCard",
+    "TaskMetric",
+    "get_task",
+    "load_hub",
+    "load_local",
+]

@@ -50,6 +50,7 @@ def dump_doc_to_hub_row(doc: Row) -> Row:
 
 class ARCChallengeTask(MultipleChoiceTask):
     name = "arc-challenge"
+    description = "grade-school science questions that retrieval methods fail (Clark et al. 2018)"
     letters = "ABCDE"
     data_splits = ("test", "validation", "train")
     offline_splits = ("test", "validation")
@@ -73,7 +74,12 @@ class ARCChallengeTask(MultipleChoiceTask):
         original = row.row("choices").texts("label")
         return [
             self.choice_question(
-                row, f"arc-challenge-{row.text('id')}", row.text("question"), texts, gold, "answerKey",
+                row,
+                f"arc-challenge-{row.text('id')}",
+                row.text("question"),
+                texts,
+                gold,
+                "answerKey",
                 original_labels=original,
-            )  # fmt: skip
+            )
         ]

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from moot.errors import ConfigError
-from moot.tasks.base import Extraction, Question
+from moot.tasks.base import Extraction, Question, TaskBase
 from moot.tasks.extract import last_number, numbers_equal
 
 LOW, HIGH = 0, 30  # integers are drawn from [LOW, HIGH)
@@ -32,10 +32,14 @@ def gold_value(a: int, b: int, c: int, d: int, e: int, f: int) -> int:
 _ID = re.compile(r"arithmetic-s(-?\d+)-(\d+)")
 
 
-class ArithmeticTask:
+class ArithmeticTask(TaskBase):
     name = "arithmetic"
-    splits = ("generated",)
+    description = "evaluate a+b*c+d-e*f over six random integers in [0, 30)"
+    splits: tuple[str, ...] = ("generated",)
     answer_instruction = "Make sure to state your answer at the end of the response."
+    offline_note = "generated (Du et al.'s a+b*c+d-e*f)"
+    metric_description = "accuracy (numeric equality)"
+    source_url = "Du et al. 2024"
 
     def __init__(self, system_prompt: str | None = STEP_BY_STEP):
         self.system_prompt = system_prompt

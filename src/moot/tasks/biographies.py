@@ -11,8 +11,8 @@ fictional people.
 The question and the judge's wording are Du et al.'s (biography/gen_conversation.py,
 eval_conversation.py). The metric is fact precision: the share of ground-truth facts the
 judge calls consistent among those it calls consistent or inconsistent ("uncertain" and
-unreadable verdicts are counted apart). ``score`` cannot judge without a model: use
-``judge_biography`` after a debate.
+unreadable verdicts are counted apart). ``score`` cannot judge without a model: the task's
+``metric`` asks the judge after a debate (``judge_biography`` judges one biography).
 """
 
 from __future__ import annotations
@@ -22,15 +22,19 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from moot.backends.base import Backend, GenerationRequest, Message
 from moot.calls import Caller
 from moot.errors import ConfigError
 from moot.seeds import derive_seed
-from moot.tasks.base import Extraction, Question
+from moot.tasks.base import Extraction, MetricContext, Question, TaskMetric
 from moot.tasks.data import DatasetTask, Row, read_records
+
+if TYPE_CHECKING:
+    from moot.debate.records import DebateResult
 
 QUESTION = (
     "Give a bullet point biography of {person} highlighting their contributions and achievements as a "
@@ -67,15 +71,16 @@ def _slug(text: str) -> str:
 
 class BiographiesTask(DatasetTask):
     name = "biographies"
+    description = "write a bullet-point biography of a computer scientist (Du et al. 2024)"
     data_splits = ("people",)
     licence = "none stated (Wikipedia-derived)"
     source_url = "https://github.com/composable-models/llm_multiagent_debate"
     version = "Du et al. biography/article.json (524 people)"
     offline_note = "not shipped (local article.json)"
-    metric = "fact precision (LLM judge: consistent / (consistent + inconsistent))"
-    # Scored by judge_biography after a debate, not by score(): the runner calls it (moot.runner.experiment).
-    judge_scored = True
-    answer_instruction = "Give your answer as a bullet point biography, with each fact separated with a new line character."
+    metric_description = "fact precision (LLM judge: consistent / (consistent + inconsistent))"
+    answer_instruction = (
+        "Give your answer as a bullet point biography, with each fact separated with a new line character."
+    )
 
     def not_offline_message(self) -> str:
         return (
@@ -122,14 +127,42 @@ class BiographiesTask(DatasetTask):
         return Extraction.of("\n".join(found) if found else None)
 
     def score(self, answer: str, question: Question) -> bool:
-        """Always False: a biography is scored by an LLM judge (``judge_biography``), not here."""
+        """Always False: a biography is scored by an LLM judge (``metric``), not here."""
         return False
+
+    async def metric(self, result: DebateResult, context: MetricContext) -> TaskMetric | None:
+        """Fact precision pooled over agents: the judge rates every agent's last biography fact by fact
+        (Du et al. judge each agent's final biography). None when the debate has no round.
+
+        The judge's calls are named ``{context.agent}/{agent}:fact-{i}`` at round ``rounds_used``;
+        ``detail`` holds each agent's verdicts, precision and call count.
+        """
+        if not result.rounds:
+            return None
+        scores = {}
+        for turn in result.rounds[-1].turns:
+            scores[turn.agent] = await judge_biography(
+                turn.text,
+                result.question,
+                context.backend,
+                context.caller,
+                agent=f"{context.agent}/{turn.agent}",
+                round=result.rounds_used,
+                seed=context.seed,
+            )
+        yes = sum(s.count(Verdict.CONSISTENT) for s in scores.values())
+        no = sum(s.count(Verdict.INCONSISTENT) for s in scores.values())
+        detail = {
+            agent: {"verdicts": [v.value for v in s.verdicts], "precision": s.precision, "calls": s.calls}
+            for agent, s in scores.items()
+        }
+        return TaskMetric(yes / (yes + no) if yes + no else None, detail)
 
 
 # --- the judge ---------------------------------------------------------------------------
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     CONSISTENT = "consistent"
     INCONSISTENT = "inconsistent"
     UNCERTAIN = "uncertain"

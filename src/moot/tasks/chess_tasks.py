@@ -22,12 +22,12 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from moot.errors import ConfigError
 from moot.seeds import derive_seed
-from moot.tasks.base import Extraction, Question
-from moot.tasks.data import FILE_SPLIT, DataSource, Row, check_split, file_sha256, read_records, select
+from moot.tasks.base import DataSource, Extraction, Question, TaskBase
+from moot.tasks.data import FILE_SPLIT, Row, check_split, file_sha256, read_records, select
 from moot.tasks.stockfish import DEFAULT_DEPTH, MoveAnalysis, Stockfish
 
 if TYPE_CHECKING:
@@ -43,9 +43,7 @@ _MOVE = rf"(?P<move>{_UCI}|{_SAN})(?![\w=])"
 _WRAP = r"[<*_`\"'\s]*"
 _FINAL_MOVE = re.compile(rf"\{{\s*(?i:final\s+answer)\s*:{_WRAP}{_MOVE}")
 _NUMBERED_MOVE = re.compile(rf"(?<!\d)\d{{1,3}}\s*\.(?:\s*\.\.)?{_WRAP}{_MOVE}")
-_STATED_MOVE = re.compile(
-    rf"(?i:move|answer|play)(?:\s+(?i:is|would\s+be|should\s+be))?\s*[:\-]?{_WRAP}{_MOVE}"
-)
+_STATED_MOVE = re.compile(rf"(?i:move|answer|play)(?:\s+(?i:is|would\s+be|should\s+be))?\s*[:\-]?{_WRAP}{_MOVE}")
 _ONLY_MOVE = re.compile(rf"^{_WRAP}{_MOVE}{_WRAP}[.!]?{_WRAP}$")
 _SQUARE = re.compile(r"(?<![A-Za-z0-9])([a-h][1-8])(?![A-Za-z0-9])")
 _SQUARE_LINE = re.compile(r"^[\s*_`\"'.:>-]*(?:(?i:final\s+answer)\s*:?[\s*_`\"']*)?([a-h][1-8])[\s*_`\"'.]*$", re.M)
@@ -140,13 +138,12 @@ def numbered_san(board: chess.Board) -> str:
 # --- the tasks ----------------------------------------------------------------------------
 
 
-class _ChessTask:
+class _ChessTask(TaskBase):
     """Questions generated from (seed, index), or read from a local file of move lists."""
 
     name: str
     answer_instruction: str
     system_prompt: str | None = None
-    licence = "generated"
     source_url = "https://python-chess.readthedocs.io"
     version = "chess==1.11.2"
 
@@ -158,7 +155,8 @@ class _ChessTask:
     def splits(self) -> tuple[str, ...]:
         return (FILE_SPLIT,) if self.source.kind == "file" else (GENERATED,)
 
-    def with_source(self, source: DataSource) -> _ChessTask:
+    def with_source(self, source: DataSource) -> Self:
+        """The same task generating its questions, or reading them from a local file (read and checked now)."""
         if source.kind == "hub":
             raise ConfigError(f"task {self.name} is generated; it has no Hugging Face hub dataset")
         import copy
@@ -166,6 +164,8 @@ class _ChessTask:
         task = copy.copy(self)
         task.source = source
         task._file_items = None
+        if source.kind == "file":
+            task.items()
         return task
 
     def provenance(self) -> dict[str, Any]:
@@ -250,7 +250,8 @@ class ChessValidityTask(_ChessTask):
     """Name a legal destination square for a given piece after a random legal game prefix."""
 
     name = "chess-validity"
-    metric = "accuracy (any legal destination square)"
+    description = "name a legal destination square of a piece after a random legal game prefix"
+    metric_description = "accuracy (any legal destination square)"
     answer_instruction = "State your final answer in a newline with a 2 letter response following the regex [a-h][1-8]."
     min_plies, max_plies = 4, 40
 
@@ -270,7 +271,13 @@ class ChessValidityTask(_ChessTask):
             id=qid,
             prompt=prompt,
             gold=",".join(destinations),
-            metadata={"moves": moves, "square": name, "piece": piece.symbol(), "fen": board.fen(), "destinations": destinations},
+            metadata={
+                "moves": moves,
+                "square": name,
+                "piece": piece.symbol(),
+                "fen": board.fen(),
+                "destinations": destinations,
+            },
         )
 
     def generate(self, seed: int, index: int) -> Question:
@@ -306,6 +313,7 @@ class ChessValidityTask(_ChessTask):
 class ChessMoveTask(_ChessTask):
     """Propose the next move after a game prefix; scored by Stockfish at ``depth``."""
 
+    description = "propose the next move after a 26-ply random game prefix, judged by Stockfish"
     answer_instruction = (
         "Give a single move suggestion of the form <move number>. <move> in standard algebraic notation, "
         "and make sure the chess move is valid in the current board state."
@@ -321,7 +329,9 @@ class ChessMoveTask(_ChessTask):
         self.depth = depth
         self.margin_pawns = margin_pawns
         self.name = "chess-move" if depth == DEFAULT_DEPTH else f"chess-move:{depth}"
-        self.metric = f"legal-move rate; pawn-score change (Stockfish depth {depth}); accuracy = loss <= {margin_pawns} pawns"
+        self.metric_description = (
+            f"legal-move rate; pawn-score change (Stockfish depth {depth}); accuracy = loss <= {margin_pawns} pawns"
+        )
         self.engine = Stockfish(depth)
         self._analyses: dict[tuple[str, str], MoveAnalysis] = {}
 
@@ -336,7 +346,12 @@ class ChessMoveTask(_ChessTask):
             id=qid,
             prompt=prompt,
             gold=next_move,
-            metadata={"fen": board.fen(), "moves": " ".join(m.uci() for m in board.move_stack), "move_number": number, "side": side},
+            metadata={
+                "fen": board.fen(),
+                "moves": " ".join(m.uci() for m in board.move_stack),
+                "move_number": number,
+                "side": side,
+            },
         )
 
     def generate(self, seed: int, index: int) -> Question:

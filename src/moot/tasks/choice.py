@@ -80,7 +80,9 @@ class MultipleChoiceTask(DatasetTask):
     ) -> Question:
         """A question with lettered choices; ``gold`` is the 0-based index of the right one."""
         if len(choices) > len(self.letters):
-            raise row.error(gold_field, f"belongs to a question with {len(choices)} choices; {self.name} allows {len(self.letters)}")
+            raise row.error(
+                gold_field, f"belongs to a question with {len(choices)} choices; {self.name} allows {len(self.letters)}"
+            )
         if not 0 <= gold < len(choices):
             raise row.error(gold_field, f"points outside the {len(choices)} choices")
         return Question(
@@ -89,4 +91,3 @@ class MultipleChoiceTask(DatasetTask):
             gold=LETTERS[gold],
             metadata={"choices": [c.strip() for c in choices], **metadata},
         )
-

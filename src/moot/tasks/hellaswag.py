@@ -35,6 +35,7 @@ def hellaswag_context(activity_label: str, ctx_a: str, ctx_b: str) -> str:
 
 class HellaSwagTask(MultipleChoiceTask):
     name = "hellaswag"
+    description = "pick the most plausible continuation of a short context (Zellers et al. 2019)"
     data_splits = ("validation", "train")
     offline_splits = ("validation",)
     hub = HubDataset("Rowan/hellaswag", revision="refs/convert/parquet")
@@ -57,7 +58,12 @@ class HellaSwagTask(MultipleChoiceTask):
         )
         return [
             self.choice_question(
-                row, f"hellaswag-{split}-{index}", context, [clean(e) for e in endings], int(label), "label",
+                row,
+                f"hellaswag-{split}-{index}",
+                context,
+                [clean(e) for e in endings],
+                int(label),
+                "label",
                 activity=row.text("activity_label"),
-            )  # fmt: skip
+            )
         ]

@@ -17,9 +17,9 @@ import re
 
 from moot.errors import ConfigError
 from moot.seeds import derive_seed
-from moot.tasks.base import Question
+from moot.tasks.base import DataSource, Question
 from moot.tasks.choice import MultipleChoiceTask
-from moot.tasks.data import OFFLINE, DataSource, HubDataset, Row
+from moot.tasks.data import OFFLINE, HubDataset, Row
 
 SUBSETS = ("harmless-base", "helpful-base", "helpful-online", "helpful-rejection-sampled")
 _TURN = re.compile(r"(?:^|\n\n)(Human|Assistant):[ \t]?")
@@ -56,6 +56,7 @@ def pair_prompt(chosen: str, rejected: str, chosen_first: bool) -> str:
 
 
 class HHRLHFTask(MultipleChoiceTask):
+    description = "which of two assistant replies is more helpful and harmless (Bai et al. 2022)"
     letters = "AB"
     data_splits = ("test", "train")
     licence = "MIT"

@@ -16,27 +16,69 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from moot.errors import ConfigError
-from moot.tasks.base import Question
+from moot.tasks.base import DataSource, Question
 from moot.tasks.choice import MultipleChoiceTask
-from moot.tasks.data import OFFLINE, DataSource, HubDataset, Row, hub_rows, olmo_arrow_rows
+from moot.tasks.data import OFFLINE, HubDataset, Row, hub_rows, olmo_arrow_rows
 
 SUBJECTS = (
-    "abstract_algebra", "anatomy", "astronomy", "business_ethics", "clinical_knowledge",
-    "college_biology", "college_chemistry", "college_computer_science", "college_mathematics",
-    "college_medicine", "college_physics", "computer_security", "conceptual_physics",
-    "econometrics", "electrical_engineering", "elementary_mathematics", "formal_logic",
-    "global_facts", "high_school_biology", "high_school_chemistry",
-    "high_school_computer_science", "high_school_european_history", "high_school_geography",
-    "high_school_government_and_politics", "high_school_macroeconomics",
-    "high_school_mathematics", "high_school_microeconomics", "high_school_physics",
-    "high_school_psychology", "high_school_statistics", "high_school_us_history",
-    "high_school_world_history", "human_aging", "human_sexuality", "international_law",
-    "jurisprudence", "logical_fallacies", "machine_learning", "management", "marketing",
-    "medical_genetics", "miscellaneous", "moral_disputes", "moral_scenarios", "nutrition",
-    "philosophy", "prehistory", "professional_accounting", "professional_law",
-    "professional_medicine", "professional_psychology", "public_relations",
-    "security_studies", "sociology", "us_foreign_policy", "virology", "world_religions",
-)  # fmt: skip
+    "abstract_algebra",
+    "anatomy",
+    "astronomy",
+    "business_ethics",
+    "clinical_knowledge",
+    "college_biology",
+    "college_chemistry",
+    "college_computer_science",
+    "college_mathematics",
+    "college_medicine",
+    "college_physics",
+    "computer_security",
+    "conceptual_physics",
+    "econometrics",
+    "electrical_engineering",
+    "elementary_mathematics",
+    "formal_logic",
+    "global_facts",
+    "high_school_biology",
+    "high_school_chemistry",
+    "high_school_computer_science",
+    "high_school_european_history",
+    "high_school_geography",
+    "high_school_government_and_politics",
+    "high_school_macroeconomics",
+    "high_school_mathematics",
+    "high_school_microeconomics",
+    "high_school_physics",
+    "high_school_psychology",
+    "high_school_statistics",
+    "high_school_us_history",
+    "high_school_world_history",
+    "human_aging",
+    "human_sexuality",
+    "international_law",
+    "jurisprudence",
+    "logical_fallacies",
+    "machine_learning",
+    "management",
+    "marketing",
+    "medical_genetics",
+    "miscellaneous",
+    "moral_disputes",
+    "moral_scenarios",
+    "nutrition",
+    "philosophy",
+    "prehistory",
+    "professional_accounting",
+    "professional_law",
+    "professional_medicine",
+    "professional_psychology",
+    "public_relations",
+    "security_studies",
+    "sociology",
+    "us_foreign_policy",
+    "virology",
+    "world_religions",
+)
 
 PRESETS = {
     "mmlu-pro-med": ("professional_medicine",),
@@ -54,6 +96,7 @@ def check_subjects(subjects: Sequence[str]) -> tuple[str, ...]:
 
 
 class MMLUTask(MultipleChoiceTask):
+    description = "four-choice questions in 57 subjects (Hendrycks et al. 2021)"
     data_splits = ("test", "validation", "dev")
     offline_splits = data_splits
     hub = HubDataset("cais/mmlu")

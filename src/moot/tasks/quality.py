@@ -14,12 +14,13 @@ keeps the questions marked difficult (the HARD subset).
 
 from __future__ import annotations
 
-from moot.tasks.base import Question
+from moot.tasks.base import DataSource, Question
 from moot.tasks.choice import MultipleChoiceTask
-from moot.tasks.data import OFFLINE, DataSource, HubDataset, Row
+from moot.tasks.data import OFFLINE, HubDataset, Row
 
 
 class QualityTask(MultipleChoiceTask):
+    description = "four-choice questions on long articles (Pang et al. 2022)"
     data_splits = ("dev", "train")
     hub = HubDataset("emozilla/quality", split_names=(("dev", "validation"),))
     licence = "per article (Project Gutenberg public domain, Slate, ...)"
@@ -54,9 +55,14 @@ class QualityTask(MultipleChoiceTask):
             stem = f"Title: {title}\n\n{article}\n\nQuestion: {item.text('question').strip()}"
             found.append(
                 self.choice_question(
-                    item, f"quality-{item.text('question_unique_id')}", stem, options, gold - 1, "gold_label",
+                    item,
+                    f"quality-{item.text('question_unique_id')}",
+                    stem,
+                    options,
+                    gold - 1,
+                    "gold_label",
                     article_id=row.text("article_id"),
-                )  # fmt: skip
+                )
             )
         return found
 

@@ -9,6 +9,7 @@ takes about 0.1 s a position on a laptop core; depth 20 several seconds.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import threading
@@ -111,8 +112,8 @@ class Stockfish:
             info = engine.analyse(board, chess.engine.Limit(depth=self.depth), game=object())
         score = info["score"].pov(board.turn).score(mate_score=MATE_CP)
         assert score is not None
-        pv = info.get("pv") or [None]
-        return score, pv[0]
+        pv = info.get("pv")
+        return score, pv[0] if pv else None
 
     def after(self, board: chess.Board, move: chess.Move) -> int:
         """Centipawns for the mover after ``move``."""
@@ -142,8 +143,6 @@ class Stockfish:
     def close(self) -> None:
         with self._lock:
             if self._engine is not None:
-                try:
+                with contextlib.suppress(Exception):  # the process may already be gone at exit
                     self._engine.quit()
-                except Exception:  # the process may already be gone at exit
-                    pass
                 self._engine = None

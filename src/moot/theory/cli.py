@@ -59,13 +59,28 @@ Seed = Annotated[int, typer.Option(help="Seed of the simulation.")]
 
 
 def _model(
-    agents: int, rounds: int, answers: int, p_correct: float, prior_mass: float, prior: str | None,
-    topology: str, ring_k: int, no_self: bool, weighting: str, conf_correct: float, conf_wrong: float,
-    conf_concentration: float, init: str, pool: int, selection: str, tie_rule: str,
-) -> Any:  # fmt: skip
+    agents: int,
+    rounds: int,
+    answers: int,
+    p_correct: float,
+    prior_mass: float,
+    prior: str | None,
+    topology: str,
+    ring_k: int,
+    no_self: bool,
+    weighting: str,
+    conf_correct: float,
+    conf_wrong: float,
+    conf_concentration: float,
+    init: str,
+    pool: int,
+    selection: str,
+    tie_rule: str,
+) -> Any:
     from pydantic import ValidationError
 
-    from moot.debate.topology import Topology
+    from moot.debate.components.topology import Topology
+    from moot.debate.registry import parse
     from moot.errors import ConfigError
     from moot.theory.model import ConfidenceModel, DebateModel, prior_counts
 
@@ -79,15 +94,23 @@ def _model(
     if topology not in ("full", "ring", "star", "none"):
         raise ConfigError(f"unknown topology {topology!r}; choose full, ring, star or none")
     try:
-        graph = Topology(kind=topology, k=ring_k)  # type: ignore[arg-type]
+        graph = parse("topology", {"kind": topology} | ({"k": ring_k} if topology == "ring" else {}))
+        assert isinstance(graph, Topology)
     except ValidationError as exc:
         raise ConfigError(f"option --ring-k: {exc.errors()[0]['msg']}") from None
     return DebateModel(
-        agents=agents, rounds=rounds, prior=counts, topology=graph, include_self=not no_self,
+        agents=agents,
+        rounds=rounds,
+        prior=counts,
+        topology=graph,
+        include_self=not no_self,
         weighting=weighting,  # type: ignore[arg-type]
-        confidence=ConfidenceModel(conf_correct, conf_wrong, conf_concentration), init=init,  # type: ignore[arg-type]
-        pool=pool, selection=selection, tie_rule=tie_rule,  # type: ignore[arg-type]
-    )  # fmt: skip
+        confidence=ConfidenceModel(conf_correct, conf_wrong, conf_concentration),
+        init=init,  # type: ignore[arg-type]
+        pool=pool,
+        selection=selection,  # type: ignore[arg-type]
+        tie_rule=tie_rule,  # type: ignore[arg-type]
+    )
 
 
 def _setting(model: Any, debates: int, prior: bool = True) -> str:
@@ -120,13 +143,26 @@ def _gain(estimate: Any) -> str:
 @theory_app.command()
 @_reports_errors
 def simulate(
-    agents: Agents = 5, rounds: Rounds = 5, answers: Answers = 4, p_correct: PCorrect = 0.4,
-    prior_mass: PriorMass = 5.0, prior: Prior = None, topology: TopologyOpt = "full", ring_k: RingK = 1,
-    no_self: NoSelf = False, weighting: Weighting = "none", conf_correct: ConfCorrect = 0.7,
-    conf_wrong: ConfWrong = 0.4, conf_concentration: ConfConcentration = 10.0, init: Init = "random",
-    pool: Pool = 10, selection: Selection = "distinct", tie_rule: TieRule = "first", debates: Debates = 100_000,
+    agents: Agents = 5,
+    rounds: Rounds = 5,
+    answers: Answers = 4,
+    p_correct: PCorrect = 0.4,
+    prior_mass: PriorMass = 5.0,
+    prior: Prior = None,
+    topology: TopologyOpt = "full",
+    ring_k: RingK = 1,
+    no_self: NoSelf = False,
+    weighting: Weighting = "none",
+    conf_correct: ConfCorrect = 0.7,
+    conf_wrong: ConfWrong = 0.4,
+    conf_concentration: ConfConcentration = 10.0,
+    init: Init = "random",
+    pool: Pool = 10,
+    selection: Selection = "distinct",
+    tie_rule: TieRule = "first",
+    debates: Debates = 100_000,
     seed: Seed = 0,
-) -> None:  # fmt: skip
+) -> None:
     """Simulate debates: expected belief in the correct answer per round (95% intervals), final majority accuracy.
 
     Also per round: the share of correct answers, majority accuracy and unanimity; and the drift of the belief.
@@ -137,27 +173,51 @@ def simulate(
     from moot.theory.model import simulate as run
 
     model = _model(
-        agents, rounds, answers, p_correct, prior_mass, prior, topology, ring_k, no_self, weighting, conf_correct,
-        conf_wrong, conf_concentration, init, pool, selection, tie_rule,
-    )  # fmt: skip
+        agents,
+        rounds,
+        answers,
+        p_correct,
+        prior_mass,
+        prior,
+        topology,
+        ring_k,
+        no_self,
+        weighting,
+        conf_correct,
+        conf_wrong,
+        conf_concentration,
+        init,
+        pool,
+        selection,
+        tie_rule,
+    )
     start = time.perf_counter()
     summary = summarize("simulation", run(model, debates, seed))
     wall = time.perf_counter() - start
     console.print(_setting(model, debates))
     table = Table(title="per round (95% intervals: mean ± 1.96 Monte Carlo SE)", title_justify="left")
-    for column in ("round", "E\\[belief]", "95% CI", "10-90% of debates", "correct answers", "majority correct",
-                   "unanimous"):  # fmt: skip
+    for column in (
+        "round",
+        "E\\[belief]",
+        "95% CI",
+        "10-90% of debates",
+        "correct answers",
+        "majority correct",
+        "unanimous",
+    ):
         table.add_column(column, justify="right")
     for t, belief in enumerate(summary.belief):
         low, high = summary.spread[t]
         per_round = t < model.rounds
         table.add_row(
             str(t) if per_round else "after",
-            f"{belief.mean:.4f}", _ci(belief), f"{low:.3f}-{high:.3f}",
+            f"{belief.mean:.4f}",
+            _ci(belief),
+            f"{low:.3f}-{high:.3f}",
             f"{summary.answers[t].mean:.4f}" if per_round else "",
             f"{summary.majority[t].mean:.4f}" if per_round else "",
             f"{summary.unanimous[t].mean:.4f}" if per_round else "",
-        )  # fmt: skip
+        )
     console.print(table)
     final, drift = summary.final_majority, summary.drift
     console.print(f"final majority accuracy {final.mean:.4f} {_ci(final)}")
@@ -172,16 +232,27 @@ def simulate(
 @theory_app.command()
 @_reports_errors
 def init(
-    agents: Agents = 5, rounds: Rounds = 5, answers: Answers = 4,
+    agents: Agents = 5,
+    rounds: Rounds = 5,
+    answers: Answers = 4,
     p_correct: Annotated[
         list[float] | None,
         typer.Option(help="Prior belief in the correct answer; repeat for one row each (default: 0.1 to 0.6)."),
     ] = None,
-    prior_mass: PriorMass = 5.0, topology: TopologyOpt = "full", ring_k: RingK = 1, no_self: NoSelf = False,
-    weighting: Weighting = "none", conf_correct: ConfCorrect = 0.7, conf_wrong: ConfWrong = 0.4,
-    conf_concentration: ConfConcentration = 10.0, pool: Pool = 10, selection: Selection = "distinct",
-    tie_rule: TieRule = "first", debates: Debates = 50_000, seed: Seed = 0,
-) -> None:  # fmt: skip
+    prior_mass: PriorMass = 5.0,
+    topology: TopologyOpt = "full",
+    ring_k: RingK = 1,
+    no_self: NoSelf = False,
+    weighting: Weighting = "none",
+    conf_correct: ConfCorrect = 0.7,
+    conf_wrong: ConfWrong = 0.4,
+    conf_concentration: ConfConcentration = 10.0,
+    pool: Pool = 10,
+    selection: Selection = "distinct",
+    tie_rule: TieRule = "first",
+    debates: Debates = 50_000,
+    seed: Seed = 0,
+) -> None:
     """Compare random with diversity-aware initialisation, paired on the same random numbers.
 
     For each prior belief: how often the correct answer is present in round 0, and the final majority accuracy.
@@ -194,21 +265,40 @@ def init(
 
     values = p_correct or list(SWEEP)
     first = _model(
-        agents, rounds, answers, values[0], prior_mass, None, topology, ring_k, no_self, weighting, conf_correct,
-        conf_wrong, conf_concentration, "diverse", pool, selection, tie_rule,
-    )  # fmt: skip
+        agents,
+        rounds,
+        answers,
+        values[0],
+        prior_mass,
+        None,
+        topology,
+        ring_k,
+        no_self,
+        weighting,
+        conf_correct,
+        conf_wrong,
+        conf_concentration,
+        "diverse",
+        pool,
+        selection,
+        tie_rule,
+    )
     console.print(_setting(first, debates, prior=False) + f" · prior mass {prior_mass:g}")
     table = Table(title="random vs diverse initialisation (paired gains ± 1.96 SE)", title_justify="left")
-    for column in ("prior belief", "present: random", "diverse", "gain", "final majority: random", "diverse",
-                   "gain"):  # fmt: skip
+    for column in ("prior belief", "present: random", "diverse", "gain", "final majority: random", "diverse", "gain"):
         table.add_column(column, justify="right")
     for p in values:
         model = replace(first, prior=prior_counts(first.answers, p, prior_mass))
         c = compare_init(model, debates, seed)
         table.add_row(
-            f"{p:g}", f"{c.random.present.mean:.4f}", f"{c.diverse.present.mean:.4f}", _gain(c.present_gain),
-            f"{c.random.final_majority.mean:.4f}", f"{c.diverse.final_majority.mean:.4f}", _gain(c.success_gain),
-        )  # fmt: skip
+            f"{p:g}",
+            f"{c.random.present.mean:.4f}",
+            f"{c.diverse.present.mean:.4f}",
+            _gain(c.present_gain),
+            f"{c.random.final_majority.mean:.4f}",
+            f"{c.diverse.final_majority.mean:.4f}",
+            _gain(c.success_gain),
+        )
     console.print(table)
     console.print(
         "[dim]present: the correct answer is among the round-0 answers; final: the last round's majority is "
@@ -220,16 +310,27 @@ def init(
 @_reports_errors
 def plot(
     output: Annotated[Path, typer.Option("--output", "-o", help="PNG file to write.")] = Path("theory.png"),
-    agents: Agents = 5, rounds: Rounds = 5, answers: Answers = 4, p_correct: PCorrect = 0.4,
-    prior_mass: PriorMass = 5.0, prior: Prior = None, topology: TopologyOpt = "full", ring_k: RingK = 1,
+    agents: Agents = 5,
+    rounds: Rounds = 5,
+    answers: Answers = 4,
+    p_correct: PCorrect = 0.4,
+    prior_mass: PriorMass = 5.0,
+    prior: Prior = None,
+    topology: TopologyOpt = "full",
+    ring_k: RingK = 1,
     no_self: NoSelf = False,
     weighting: Annotated[
         str, typer.Option(help="Update rule of the initialisation panel: none or confidence.")
     ] = "none",
-    conf_correct: ConfCorrect = 0.7, conf_wrong: ConfWrong = 0.4, conf_concentration: ConfConcentration = 10.0,
-    pool: Pool = 10, selection: Selection = "distinct", tie_rule: TieRule = "first", debates: Debates = 20_000,
+    conf_correct: ConfCorrect = 0.7,
+    conf_wrong: ConfWrong = 0.4,
+    conf_concentration: ConfConcentration = 10.0,
+    pool: Pool = 10,
+    selection: Selection = "distinct",
+    tie_rule: TieRule = "first",
+    debates: Debates = 20_000,
     seed: Seed = 0,
-) -> None:  # fmt: skip
+) -> None:
     """Plot belief and majority accuracy per round by update rule, and the effect of diverse initialisation.
 
     Panels: expected belief and majority accuracy per round for unweighted, confidence-weighted and
@@ -238,18 +339,36 @@ def plot(
     from moot.theory.plots import plot_theory
 
     model = _model(
-        agents, rounds, answers, p_correct, prior_mass, prior, topology, ring_k, no_self, weighting, conf_correct,
-        conf_wrong, conf_concentration, "random", pool, selection, tie_rule,
-    )  # fmt: skip
+        agents,
+        rounds,
+        answers,
+        p_correct,
+        prior_mass,
+        prior,
+        topology,
+        ring_k,
+        no_self,
+        weighting,
+        conf_correct,
+        conf_wrong,
+        conf_concentration,
+        "random",
+        pool,
+        selection,
+        tie_rule,
+    )
     figure = plot_theory(model, debates, seed, output)
     table = Table(title="update rules", title_justify="left")
     for column in ("update", "E\\[belief] round 0", "after last update", "drift ± 1.96 SE", "final majority"):
         table.add_column(column, justify="left" if column == "update" else "right")
     for s in figure.conditions:
         table.add_row(
-            s.name, f"{s.belief[0].mean:.4f}", f"{s.belief[-1].mean:.4f}", _gain(s.drift),
+            s.name,
+            f"{s.belief[0].mean:.4f}",
+            f"{s.belief[-1].mean:.4f}",
+            _gain(s.drift),
             f"{s.final_majority.mean:.4f} ± {1.96 * s.final_majority.se:.4f}",
-        )  # fmt: skip
+        )
     console.print(table)
     console.print(f"wrote {figure.path}")
 
@@ -257,14 +376,25 @@ def plot(
 @theory_app.command("engine-check")
 @_reports_errors
 def engine_check(
-    agents: Agents = 5, rounds: Rounds = 5, answers: Answers = 4, p_correct: PCorrect = 0.4,
-    prior_mass: PriorMass = 2.5, prior: Prior = None, topology: TopologyOpt = "full", ring_k: RingK = 1,
-    no_self: NoSelf = False, weighting: Weighting = "none", conf_correct: ConfCorrect = 0.7,
-    conf_wrong: ConfWrong = 0.4, conf_concentration: ConfConcentration = 10.0, tie_rule: TieRule = "first",
+    agents: Agents = 5,
+    rounds: Rounds = 5,
+    answers: Answers = 4,
+    p_correct: PCorrect = 0.4,
+    prior_mass: PriorMass = 2.5,
+    prior: Prior = None,
+    topology: TopologyOpt = "full",
+    ring_k: RingK = 1,
+    no_self: NoSelf = False,
+    weighting: Weighting = "none",
+    conf_correct: ConfCorrect = 0.7,
+    conf_wrong: ConfWrong = 0.4,
+    conf_concentration: ConfConcentration = 10.0,
+    tie_rule: TieRule = "first",
     questions: Annotated[int, typer.Option("--questions", "-q", help="Debates run through the real engine.")] = 500,
-    debates: Debates = 50_000, seed: Seed = 0,
+    debates: Debates = 50_000,
+    seed: Seed = 0,
     threshold: Annotated[float, typer.Option(help="Largest |z| accepted as agreement.")] = 4.0,
-) -> None:  # fmt: skip
+) -> None:
     """Check the real debate engine against the simulator, with agents that follow the model.
 
     Every per-round statistic is compared by a two-sample z; exit status 1 if any |z| exceeds the threshold.
@@ -274,9 +404,24 @@ def engine_check(
     from moot.theory.model import simulate as run
 
     model = _model(
-        agents, rounds, answers, p_correct, prior_mass, prior, topology, ring_k, no_self, weighting, conf_correct,
-        conf_wrong, conf_concentration, "random", 10, "distinct", tie_rule,
-    )  # fmt: skip
+        agents,
+        rounds,
+        answers,
+        p_correct,
+        prior_mass,
+        prior,
+        topology,
+        ring_k,
+        no_self,
+        weighting,
+        conf_correct,
+        conf_wrong,
+        conf_concentration,
+        "random",
+        10,
+        "distinct",
+        tie_rule,
+    )
     if questions < 2:
         raise ConfigError(f"questions must be at least 2, got {questions}")
     console.print(_setting(model, debates) + f" · engine: {questions} debates")
@@ -287,9 +432,11 @@ def engine_check(
     for row in rows:
         flag = "[red]" if abs(row.z) > threshold else ""
         table.add_row(
-            row.statistic, f"{row.engine.mean:.4f} ± {row.engine.se:.4f}",
-            f"{row.simulator.mean:.4f} ± {row.simulator.se:.4f}", f"{flag}{row.z:+.2f}",
-        )  # fmt: skip
+            row.statistic,
+            f"{row.engine.mean:.4f} ± {row.engine.se:.4f}",
+            f"{row.simulator.mean:.4f} ± {row.simulator.se:.4f}",
+            f"{flag}{row.z:+.2f}",
+        )
     console.print(table)
     worst = max(abs(r.z) for r in rows)
     console.print(f"largest |z| = {worst:.2f} over {len(rows)} statistics (threshold {threshold:g})")

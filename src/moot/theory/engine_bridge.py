@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from moot.backends.base import BackendConfig, GenerationRequest, Message, Reply, Sample
+from moot.backends.base import GenerationRequest, Message, Reply, Sample
+from moot.backends.config import ScriptedBackendConfig
 from moot.calls import Caller
 from moot.debate.agents import Agent, AgentSpec
 from moot.debate.engine import run_debate
@@ -42,7 +43,7 @@ from moot.theory.model import CORRECT, DebateModel, Simulation
 _PEER = re.compile(r"```(.*?)```", re.DOTALL)
 _REPLY = re.compile(r"Confidence: (\d+(?:\.\d+)?)\. The answer is (\d+)\.$")
 _BELIEF = re.compile(r"Belief in answer 0: (\d+(?:\.\d+)?)")
-TASK: Task = ArithmeticTask(system_prompt=None)  # type: ignore[assignment]  # its splits infer as tuple[str]
+TASK: Task = ArithmeticTask(system_prompt=None)
 
 
 def reply_text(belief: float, confidence: float, answer: int) -> str:
@@ -124,11 +125,14 @@ def engine_setup(model: DebateModel) -> tuple[ProtocolSpec, list[Agent]]:
     if model.init != "random":
         raise ConfigError("the engine draws round-0 answers independently: use random initialisation")
     protocol = ProtocolSpec(
-        name="dirichlet-categorical", agents=model.agents, rounds=model.rounds, topology=model.topology,
+        name="dirichlet-categorical",
+        agents=model.agents,
+        rounds=model.rounds,
+        topology=model.topology,
         tie_rule=model.tie_rule,
-    )  # fmt: skip
+    )
     agents = [
-        Agent(AgentSpec(name=f"agent-{i}", backend=BackendConfig(kind="scripted")), DirichletBackend(model, i))
+        Agent(AgentSpec(name=f"agent-{i}", backend=ScriptedBackendConfig()), DirichletBackend(model, i))
         for i in range(model.agents)
     ]
     return protocol, agents

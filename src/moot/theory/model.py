@@ -28,8 +28,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from moot.debate.aggregation import TieRule
-from moot.debate.topology import Topology
+from moot.debate.components.aggregation import TieRule
+from moot.debate.components.topology import Full, Topology
 from moot.errors import ConfigError
 
 CORRECT = 0  # the index of the correct answer, by convention
@@ -117,7 +117,7 @@ class DebateModel:
 
     ``rounds`` counts round 0 (the initial answers), as moot's engine does. ``prior`` is one
     vector of Dirichlet counts shared by all agents (homogeneous) or one vector per agent.
-    ``topology``: who hears whom, as in the engine (moot.debate.topology.Topology: full, ring,
+    ``topology``: who hears whom, as in the engine (moot.debate.components.topology: full, ring,
     star, an explicit graph or none); ``include_self``: an agent also counts its own previous
     answer (in the engine it sees it in its chat history). ``weighting``: ``none`` adds one count
     per answer heard (D.1), ``confidence`` adds the speaker's confidence, drawn from ``confidence``
@@ -130,7 +130,7 @@ class DebateModel:
     agents: int = 5
     rounds: int = 5
     prior: tuple[float, ...] | tuple[tuple[float, ...], ...] = (2.0, 1.0, 1.0, 1.0)
-    topology: Topology = field(default_factory=Topology)
+    topology: Topology = field(default_factory=Full)
     include_self: bool = True
     weighting: Weighting = "none"
     confidence: ConfidenceModel = field(default_factory=ConfidenceModel)
@@ -261,7 +261,7 @@ def majority_correct(
 ) -> tuple[NDArray[np.bool_], NDArray[np.int16]]:
     """Whether each debate's plurality answer is the correct one, and the plurality's vote count.
 
-    The same rule as moot.debate.aggregation.majority_vote: ``first`` breaks ties for the earliest
+    The same rule as moot.debate.components.aggregation.majority_vote: ``first`` breaks ties for the earliest
     agent's answer, ``random`` uniformly, ``abstain`` not at all (no answer, scored wrong).
     """
     votes = onehot.sum(axis=0)  # (debates, K)

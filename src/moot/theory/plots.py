@@ -63,9 +63,10 @@ def plot_theory(base: DebateModel, debates: int, seed: int, path: Path, sweep: S
         ax_majority.plot(rounds, means, marker="o", color=line.get_color(), label=summary.name)
         ax_majority.fill_between(rounds, low, high, color=line.get_color(), alpha=0.25)
     ax_belief.set(
-        title="(a) expected belief in the correct answer", xlabel="round (last point: after the final update)",
+        title="(a) expected belief in the correct answer",
+        xlabel="round (last point: after the final update)",
         ylabel="E[mean belief]",
-    )  # fmt: skip
+    )
     ax_majority.set(title="(b) majority-vote accuracy", xlabel="round", ylabel="P(majority correct)")
     for ax in (ax_belief, ax_majority):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -81,15 +82,21 @@ def plot_theory(base: DebateModel, debates: int, seed: int, path: Path, sweep: S
         for init, color in (("random", "tab:gray"), ("diverse", "tab:green")):
             estimates = [getattr(getattr(c, init), statistic) for _, c in comparisons]
             ax_init.errorbar(
-                ps, [e.mean for e in estimates], yerr=[1.96 * e.se for e in estimates], linestyle=style,
-                marker="o", color=color, capsize=2, label=f"{init}: {label}",
-            )  # fmt: skip
+                ps,
+                [e.mean for e in estimates],
+                yerr=[1.96 * e.se for e in estimates],
+                linestyle=style,
+                marker="o",
+                color=color,
+                capsize=2,
+                label=f"{init}: {label}",
+            )
     ax_init.plot(ps, ps, ":", color="black", linewidth=0.8, label="prior belief")
     ax_init.set(
         title=f"(c) initialisation (pool {base.pool}, {base.selection}; {weighting})",
         xlabel="prior belief in the correct answer",
         ylabel="probability",
-    )  # fmt: skip
+    )
     ax_init.legend(fontsize=7)
     prior = ", ".join(f"{c:g}" for c in base.priors()[0])
     conf = base.confidence

@@ -1,5 +1,6 @@
-"""The judge: after a round, a separate model call reads the agents' latest replies and returns an
-answer and a 0-100 confidence (the stopping study's Du adaptive condition)."""
+"""Stop when a judge is confident: after each round a helper call reads the agents' latest replies and
+returns an answer and a 0-100 confidence; the debate stops at confidence >= ``threshold`` (the stopping
+study's Du adaptive condition)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,19 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
 
 from moot.backends.base import Message
-from moot.debate.records import Turn
+from moot.debate.components.stopping import Stopping
+from moot.debate.context import JUDGE_NAME
+from moot.debate.records import JudgeVerdict, RoundRecord, Turn
+from moot.debate.registry import register, template
 from moot.tasks.base import Question, Task
+
+if TYPE_CHECKING:
+    from moot.debate.context import Debate
 
 JUDGE_SYSTEM = (
     "You are a judge of a debate between agents. Read the question and the agents' latest answers, "
@@ -26,6 +36,7 @@ class JudgeReading:
     confidence: float | None
 
 
+@template
 def judge_messages(task: Task, question: Question, turns: Sequence[Turn]) -> tuple[Message, ...]:
     replies = "".join(f"\n\n{t.agent}: ```{t.text}```" for t in turns)
     prompt = (
@@ -59,3 +70,31 @@ def read_judge(task: Task, text: str) -> JudgeReading:
         confidence = None
     answer = task.extract(answer_text if answer_text is not None else text).answer
     return JudgeReading(answer, confidence)
+
+
+@register
+class JudgeConfidence(Stopping):
+    kind: Literal["judge"] = "judge"
+    threshold: float = Field(default=90.0, ge=0.0, le=100.0, description="judge confidence to stop at (0-100)")
+    needs_helper = True
+
+    async def verdict(self, debate: Debate, turns: Sequence[Turn], round_index: int) -> JudgeVerdict | None:
+        reply = await debate.ask(JUDGE_NAME, judge_messages(debate.task, debate.question, turns), round_index)
+        reading = read_judge(debate.task, reply.text)
+        return JudgeVerdict(
+            reply.text,
+            reading.answer,
+            reading.confidence,
+            reply.prompt_tokens,
+            reply.completion_tokens,
+            reply.latency_s,
+        )
+
+    def reason(self, history: Sequence[RoundRecord]) -> str | None:
+        verdict = history[-1].judge
+        if verdict is not None and verdict.confidence is not None and verdict.confidence >= self.threshold:
+            return "judge_confident"
+        return None
+
+    def condition(self) -> str:
+        return f"judge confidence >= {self.threshold:g}/100"

@@ -1,0 +1,88 @@
+"""Cues: what agents are told besides their peers' replies.
+
+- ``confidence`` (Zhu et al.): agents state a 0..``scale`` confidence after their answer; peers see it;
+- ``uncertainty`` (DAR's uncertainty prompt, after Lin and Hooi 2025): each forwarded reply carries
+  its ANLL, computed from the log-probabilities of the tokens actually generated;
+- ``vote`` (DAR's last-vote cue): each round's prompt opens with the previous round's majority.
+
+A protocol holds each cue in its own slot (``confidence``, ``uncertainty_cue``, ``vote_cue``); ``true``
+in an experiment file means the cue with its defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from moot.debate.confidence import confidence_instruction, split_confidence
+from moot.debate.records import RoundRecord, Turn
+from moot.debate.registry import Component, register, template
+
+
+class Cue(Component):
+    family = "cue"
+
+    def instruction(self) -> str:
+        """Appended to every message an agent is asked to answer."""
+        return ""
+
+    def label(self, turn: Turn) -> str:
+        """Shown beside a forwarded reply's heading."""
+        return ""
+
+    def footnote(self, turn: Turn) -> str:
+        """Shown after a forwarded reply."""
+        return ""
+
+    def prefix(self, previous: RoundRecord) -> str:
+        """Put before a debate round's prompt."""
+        return ""
+
+
+@register
+class ConfidenceCue(Cue):
+    kind: Literal["confidence"] = "confidence"
+    scale: int = Field(default=10, ge=1, description="agents state a confidence from 0 to scale")
+
+    def instruction(self) -> str:
+        return confidence_instruction(self.scale)
+
+    def read(self, text: str) -> tuple[str, float | None]:
+        """(the reply without its confidence statement, the stated confidence or None)."""
+        return split_confidence(text, self.scale)
+
+    @template
+    def label(self, turn: Turn) -> str:
+        stated = "not stated" if turn.confidence is None else f"{turn.confidence:g}/{self.scale}"
+        return f" (confidence {stated})"
+
+    def describe(self, protocol: Any = None) -> str:
+        return f"stated on 0-{self.scale}, shown to peers"
+
+
+@register
+class UncertaintyCue(Cue):
+    kind: Literal["uncertainty"] = "uncertainty"
+    needs_logprobs = True
+
+    @template
+    def footnote(self, turn: Turn) -> str:
+        value = "unknown" if turn.anll is None else f"{turn.anll:.4f}"
+        return f"\nUncertainty score (Average Negative Log Likelihood) for this response: {value}"
+
+    def describe(self, protocol: Any = None) -> str:
+        return "uncertainty (ANLL)"
+
+
+@register
+class VoteCue(Cue):
+    kind: Literal["vote"] = "vote"
+
+    @template
+    def prefix(self, previous: RoundRecord) -> str:
+        last = previous.vote.winner
+        return f"Majority vote from last round: {last if last is not None else 'none'}\n\n"
+
+    def describe(self, protocol: Any = None) -> str:
+        return "last vote"

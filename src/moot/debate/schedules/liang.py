@@ -1,0 +1,262 @@
+"""Liang et al.'s debate (MAD, "Encouraging Divergent Thinking"): an affirmative and a negative debater
+speak in turn, a moderator evaluates each round, and a final judge decides at the cap.
+
+The prompt wording follows Liang et al.'s release (code/utils/config4all.json: the debater and
+moderator meta prompts, the negative side's opening, the rebuttal, the moderator's JSON schema and
+the final judge's two steps), reproduced for the protocol's fidelity. moot adds the task's format
+request and, for the strict variant, a 0-100 confidence field. JSON is parsed with validation and
+one bounded repair call, never with eval.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from moot.backends.base import Message
+from moot.debate.components.retention.all import KeepAll
+from moot.debate.components.stopping.fixed import Fixed
+from moot.debate.components.stopping.moderator import ModeratorConfidence, ModeratorStopping
+from moot.debate.context import JUDGE_NAME, MODERATOR_NAME
+from moot.debate.records import JudgeVerdict, RoundRecord, Turn
+from moot.debate.registry import register, template
+from moot.debate.schedules import Schedule
+from moot.seeds import derive_seed
+from moot.tasks.base import Question, Task
+
+if TYPE_CHECKING:
+    from moot.debate.context import Debate
+
+ROLES = ("affirmative", "negative")
+
+
+@template
+def debater_system(task: Task, question: Question) -> str:
+    return (
+        "You are a debater. Hello and welcome to the debate. It's not necessary to fully agree with each "
+        "other's perspectives, as our objective is to find the correct answer. The debate topic is stated as "
+        f"follows: {task.render(question)}"
+    )
+
+
+@template
+def opening(task: Task, question: Question) -> Message:
+    return Message("user", task.render(question))
+
+
+@template
+def negative_opening(task: Task, affirmative: str) -> Message:
+    return Message(
+        "user",
+        f"{affirmative}\n\nYou disagree with my answer. Provide your answer and reasons. {task.answer_instruction}",
+    )
+
+
+@template
+def rebuttal(task: Task, other: str) -> Message:
+    return Message(
+        "user",
+        f"{other}\n\nDo you agree with my perspective? Please provide your reasons and answer. {task.answer_instruction}",
+    )
+
+
+@template
+def moderator_system(task: Task, question: Question) -> str:
+    return (
+        "You are a moderator. There will be two debaters involved in a debate. They will present their answers "
+        f"and discuss their perspectives on the following topic: {task.render(question)}\nAt the end of each "
+        "round, you will evaluate answers and decide which is correct."
+    )
+
+
+@template
+def moderator_prompt(round_index: int, affirmative: str, negative: str, with_confidence: bool) -> Message:
+    fields = '"Whether there is a preference": "Yes or No", "Supported Side": "Affirmative or Negative", "Reason": "", "debate_answer": ""'
+    if with_confidence:
+        fields += ', "confidence": "0-100"'
+    return Message(
+        "user",
+        f"Now the round {round_index + 1} of debate for both sides has ended.\n\nAffirmative side arguing: "
+        f"{affirmative}\n\nNegative side arguing: {negative}\n\nYou, as the moderator, will evaluate both sides' "
+        "answers and determine if there is a clear preference for an answer candidate. If so, please summarize "
+        "your reasons for supporting affirmative/negative side and give the final answer that you think is "
+        "correct, and the debate will conclude. If not, the debate will continue to the next round. Now please "
+        f"output your answer in json format, with the format as follows: {{{fields}}}. Please strictly output in "
+        "JSON format, do not output irrelevant content.",
+    )
+
+
+@template
+def judge_candidates_prompt(affirmative: str, negative: str) -> Message:
+    return Message(
+        "user",
+        f"Affirmative side arguing: {affirmative}\n\nNegative side arguing: {negative}\n\n"
+        "Now, what answer candidates do we have? Present them without reasons.",
+    )
+
+
+@template
+def judge_decision_prompt(task: Task, question: Question) -> Message:
+    return Message(
+        "user",
+        f"Therefore, {task.render(question)}\nPlease summarize your reasons and give the final answer that you "
+        'think is correct. Now please output your answer in json format, with the format as follows: {"Reason": '
+        '"", "debate_answer": ""}. Please strictly output in JSON format, do not output irrelevant content.',
+    )
+
+
+@template
+def repair_prompt() -> Message:
+    return Message(
+        "user",
+        "Your reply was not valid JSON in the requested format. Reply again with only the JSON object, nothing else.",
+    )
+
+
+@dataclass(frozen=True)
+class ModeratorReading:
+    """A moderator's or final judge's JSON, validated: None fields were missing or invalid."""
+
+    valid: bool
+    preference: bool | None
+    side: str | None
+    answer_text: str | None
+    confidence: float | None
+
+
+def read_moderator(text: str) -> ModeratorReading:
+    """Parse the last JSON object in ``text`` (with or without a ```json fence); validate its fields."""
+    for candidate in reversed(re.findall(r"\{.*?\}", text, re.DOTALL)):
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        keys = {k.lower().strip(): v for k, v in data.items()}
+        raw_preference = str(keys.get("whether there is a preference", "")).strip().lower()
+        preference = {"yes": True, "no": False}.get(raw_preference)
+        side = str(keys.get("supported side", "")).strip().lower() or None
+        answer = keys.get("debate_answer")
+        answer_text = str(answer).strip() if answer not in (None, "") else None
+        raw_confidence = keys.get("confidence")
+        try:
+            confidence: float | None = float(raw_confidence) if raw_confidence not in (None, "") else None
+        except (TypeError, ValueError):
+            confidence = None
+        if confidence is not None and not 0 <= confidence <= 100:
+            confidence = None
+        return ModeratorReading(True, preference, side if side in ROLES else None, answer_text, confidence)
+    return ModeratorReading(False, None, None, None, None)
+
+
+async def moderate(debate: Debate, messages: Sequence[Message], name: str, round_index: int) -> JudgeVerdict:
+    """A moderator or final-judge JSON call, with one repair call if the JSON does not validate."""
+    reply = await debate.ask(name, messages, round_index)
+    text, prompt, completion, latency = reply.text, reply.prompt_tokens, reply.completion_tokens, reply.latency_s
+    reading, calls = read_moderator(text), 1
+    if not reading.valid:
+        repaired = await debate.ask(name, [*messages, Message("assistant", text), repair_prompt()], round_index, step=1)
+        text, reading, calls = repaired.text, read_moderator(repaired.text), 2
+        prompt, completion = prompt + repaired.prompt_tokens, completion + repaired.completion_tokens
+        latency += repaired.latency_s
+    answer = debate.task.extract(reading.answer_text).answer if reading.answer_text is not None else None
+    return JudgeVerdict(text, answer, reading.confidence, prompt, completion, latency, reading.preference, calls)
+
+
+@register
+class Liang(Schedule):
+    """The affirmative speaks, then the negative answers it (in turn, not simultaneously); the moderator
+    rules after each round; at the cap a final judge lists the candidates and decides."""
+
+    kind: Literal["liang"] = "liang"
+    needs_helper = True
+
+    def check(self, protocol: Any) -> None:
+        if protocol.agents != 2 or protocol.aggregation.kind != "moderator":
+            raise ValueError("style 'liang' needs exactly 2 agents (affirmative, negative) and aggregation 'moderator'")
+        if not isinstance(protocol.stopping, Fixed | ModeratorStopping):
+            raise ValueError("style 'liang' stops by 'fixed', 'moderator' or 'moderator_confidence'")
+        if not isinstance(protocol.retention, KeepAll) or protocol.uncertainty_cue or protocol.vote_cue:
+            raise ValueError("retention and cues apply to style 'peers'")
+        if protocol.initializer.kind != "independent":
+            raise ValueError("initializer 'diverse' needs style 'peers' and pool_size >= agents")
+
+    def describe(self, protocol: Any = None) -> str:
+        return "liang"
+
+    def calls_per_round(self, protocol: Any) -> str:
+        return "2 debater calls + 1 moderator call (+1 if its JSON needs repair); 2 final-judge calls at the cap"
+
+    def topology_text(self, protocol: Any) -> str:
+        return "roles"
+
+    def start(self, debate: Debate) -> None:
+        task, question = debate.task, debate.question
+        debate.histories = [
+            [Message("system", a.spec.persona or debater_system(task, question))] for a in debate.agents
+        ]
+        debate.histories[0].append(opening(task, question))
+
+    def _moderator_history(self, debate: Debate) -> list[Message]:
+        """The moderator's conversation so far: its system prompt, then each round's prompt and ruling."""
+        messages = [Message("system", moderator_system(debate.task, debate.question))]
+        for record in debate.records:
+            assert record.judge is not None
+            messages += [
+                self._moderator_prompt(debate, record.index, record.turns),
+                Message("assistant", record.judge.text),
+            ]
+        return messages
+
+    @staticmethod
+    def _moderator_prompt(debate: Debate, round_index: int, turns: Sequence[Turn]) -> Message:
+        strict = isinstance(debate.protocol.stopping, ModeratorConfidence)
+        return moderator_prompt(round_index, turns[0].text, turns[1].text, strict)
+
+    async def play(self, debate: Debate, round_index: int) -> RoundRecord:
+        task, r, histories = debate.task, round_index, debate.histories
+        affirmative, negative = debate.agents
+        previous = debate.records[-1].turns if debate.records else None
+        if previous is not None:
+            histories[0].append(rebuttal(task, previous[1].text))
+        first = await debate.speak(affirmative, histories[0], r)
+        histories[0].append(Message("assistant", first.text))
+        histories[1].append(negative_opening(task, first.text) if previous is None else rebuttal(task, first.text))
+        second = await debate.speak(negative, histories[1], r)
+        histories[1].append(Message("assistant", second.text))
+        turns = (first, second)
+        protocol = debate.protocol
+        vote = protocol.aggregation.vote(
+            turns, protocol.tie_rule, derive_seed(debate.seed, debate.question.id, "tie", r)
+        )
+        asked = [*self._moderator_history(debate), self._moderator_prompt(debate, r, turns)]
+        verdict = await moderate(debate, asked, MODERATOR_NAME, r)
+        return RoundRecord(index=r, turns=turns, vote=vote, judge=verdict)
+
+    async def finish(self, debate: Debate, stop_reason: str) -> JudgeVerdict | None:
+        """Liang's final judge at the cap: list the candidates, then decide (two calls, plus a repair)."""
+        if stop_reason != "max_rounds":
+            return None
+        task, question, last = debate.task, debate.question, debate.records[-1]
+        r = len(debate.records)
+        messages = [
+            Message("system", moderator_system(task, question)),
+            judge_candidates_prompt(last.turns[0].text, last.turns[1].text),
+        ]
+        listed = await debate.ask(JUDGE_NAME, messages, r)
+        messages += [Message("assistant", listed.text), judge_decision_prompt(task, question)]
+        verdict = await moderate(debate, messages, JUDGE_NAME, r)
+        return JudgeVerdict(
+            verdict.text,
+            verdict.answer,
+            verdict.confidence,
+            verdict.prompt_tokens + listed.prompt_tokens,
+            verdict.completion_tokens + listed.completion_tokens,
+            verdict.latency_s + listed.latency_s,
+            verdict.preference,
+            verdict.calls + 1,
+        )

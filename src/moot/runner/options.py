@@ -1,0 +1,130 @@
+"""The settings a quick run or a single question is described by on the command line, as one typed
+model: `moot run` (without an experiment file) and `moot ask` share it, and it builds the same
+configuration types an experiment file does. Errors name the option."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from moot.backends.config import parse_backend
+from moot.debate.agents import Sampling
+from moot.debate.components.aggregation import TieRule
+from moot.debate.protocols import COMPONENT_FIELDS
+from moot.errors import ConfigError
+from moot.runner.config import AgentTemplate, ConditionConfig, ExperimentConfig, TaskSelection, resolve
+
+TIE_RULES = ("first", "random", "abstain")
+BACKENDS = ("local", "openai")
+
+
+class AgentOptions(BaseModel):
+    """What every agent of a quick run is: its backend, sampling and system prompt; and the protocol's
+    size. None means "not given": the preset's or the library's default applies."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agents: int | None = None
+    rounds: int | None = None
+    tie_rule: TieRule | None = None
+    backend: Literal["local", "openai"] | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    system_prompt: str | None = None
+    threads: int | None = None
+    context: int | None = None
+    settings: dict[str, Any] | None = None  # component settings, as in an experiment file's condition
+
+    @field_validator("settings", mode="before")
+    @classmethod
+    def _settings(cls, value: Any) -> Any:
+        """``KEY=VALUE`` strings (from --set) as a table: VALUE is read as TOML, else as a plain string."""
+        if not isinstance(value, list | tuple):
+            return value
+        table: dict[str, Any] = {}
+        for item in value:
+            key, sep, raw = str(item).partition("=")
+            key = key.strip()
+            if not sep or key not in COMPONENT_FIELDS:
+                raise ValueError(f"{item!r} is not KEY=VALUE with KEY one of {', '.join(COMPONENT_FIELDS)}")
+            try:
+                table[key] = tomllib.loads(f"v = {raw}")["v"]
+            except tomllib.TOMLDecodeError:
+                table[key] = raw.strip()
+        return table
+
+    @field_validator("tie_rule", mode="before")
+    @classmethod
+    def _tie_rule(cls, value: Any) -> Any:
+        if value is not None and value not in TIE_RULES:
+            raise ValueError(f"unknown tie rule {value!r}; choose {', '.join(TIE_RULES[:-1])} or {TIE_RULES[-1]}")
+        return value
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend(cls, value: Any) -> Any:
+        if value is not None and value not in BACKENDS:
+            raise ValueError(f"unknown backend {value!r}; choose local or openai")
+        return value
+
+    @classmethod
+    def of(cls, **given: Any) -> AgentOptions:
+        """From command-line values (None: not given); an invalid one is a ConfigError naming it."""
+        return _named(cls, given)
+
+    def given(self) -> list[str]:
+        """The options that were given, as they are spelled on the command line."""
+        flags = {"settings": "--set"}
+        return [flags.get(name, "--" + name.replace("_", "-")) for name, value in self if value is not None]
+
+    def agent_template(self) -> AgentTemplate:
+        backend = {
+            "kind": self.backend,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "n_threads": self.threads,
+            "n_ctx": self.context,
+        }
+        sampling = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+        return AgentTemplate(
+            backend=_named(parse_backend, backend), sampling=_named(Sampling, sampling), persona=self.system_prompt
+        )
+
+    def condition(self, protocol: str) -> ConditionConfig:
+        given = {"agents": self.agents, "rounds": self.rounds, "tie_rule": self.tie_rule, **(self.settings or {})}
+        return ConditionConfig.model_validate({"name": protocol, "protocol": protocol} | given)
+
+    def experiment(
+        self, protocols: list[str], task: str, questions: int | None = None, data: str | None = None
+    ) -> ExperimentConfig:
+        """A one-task experiment of these protocols, validated (protocols, counts, task) before anything runs."""
+        if questions is not None and questions < 1:
+            raise ConfigError(f"questions must be a positive integer, got {questions}")
+        seed = self.seed or 0
+        config = ExperimentConfig(
+            name=f"{'-'.join(protocols)}-{task}",
+            seeds=(seed,),
+            tasks=(TaskSelection(name=task, data=data, count=questions or 5, seed=seed),),
+            agent=self.agent_template(),
+            conditions=tuple(self.condition(p) for p in protocols),
+        )
+        resolve(config)
+        return config
+
+
+def _named(build: Any, values: dict[str, Any]) -> Any:
+    """``build`` from the values that were given; a validation error names the option."""
+    try:
+        return build(**{k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = next((str(p) for p in first["loc"] if str(p) in values), str(first["loc"][0]) if first["loc"] else "")
+        raise ConfigError(f"option {where}: {first['msg'].removeprefix('Value error, ')}") from None

@@ -104,6 +104,9 @@ def test_wilson_hand_checked() -> None:
     p = wilson(0, 10)
     assert p.low == pytest.approx(0.0, abs=1e-12) and p.high == pytest.approx(z * z / (10 + z * z), abs=1e-12)
     assert fixed(p.high, 4) == "0.2775"
+    # the interval holds the estimate exactly at both ends (statsmodels misses 0 and 1 by rounding errors)
+    for n in range(1, 60):
+        assert wilson(0, n).low == 0.0 and wilson(n, n).high == 1.0
     # the closed form, 7 of 20
     k, n = 7, 20
     centre = (k + z * z / 2) / (n + z * z)

@@ -301,3 +301,39 @@ def test_component_settings_from_the_command_line() -> None:
     assert "--set" in options.given() and "--backend" in options.given()
     with pytest.raises(ConfigError, match="option settings: 'memory=3' is not KEY=VALUE with KEY one of style"):
         AgentOptions.of(settings=["memory=3"])
+
+
+def test_a_run_with_a_plugin_rule_is_stored_resumed_and_reported_without_the_plugin(tmp_path: Path) -> None:
+    import asyncio
+    import subprocess
+    import sys
+
+    from moot.runner.experiment import run_experiment
+    from moot.runner.store import RunStore
+
+    data = {
+        "name": "plateau",
+        "plugins": ["plugins/plateau.py"],
+        "tasks": [{"name": "arithmetic", "count": 3}],
+        "agent": {"backend": {"kind": "scripted"}},
+        "conditions": [{"name": "p", "protocol": "society", "rounds": 4, "stopping": {"kind": "plateau"}}],
+    }
+    path = tmp_path / "run.sqlite"
+    first = asyncio.run(run_experiment(parse_experiment(data, base=EXAMPLES), path))
+    again = asyncio.run(run_experiment(parse_experiment(data, base=EXAMPLES), path))
+    assert first.calls > 0 and (again.calls, again.skipped) == (0, 3)
+    store = RunStore.open(path)
+    try:
+        assert store.conditions()["p"].protocol.stopping.kind == "plateau"
+        assert "stopping:plateau" in store.run_meta().prompt_templates
+    finally:
+        store.close()
+    # another process, where the plug-in is not loaded: the rule is read back as data and the run reports
+    report = subprocess.run(
+        [sys.executable, "-m", "moot", "report", str(path), "--markdown", str(tmp_path / "r.md")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert report.returncode == 0, report.stderr
+    assert "| p |" in (tmp_path / "r.md").read_text()

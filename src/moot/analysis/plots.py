@@ -43,14 +43,19 @@ def _entries(report: Report) -> list[tuple[str, ConditionReport]]:
     return [(f"{t.task}/{c.name}" if several else c.name, c) for t in report.tasks for c in t.conditions]
 
 
+def _error(condition: ConditionReport) -> tuple[float, float]:
+    """The Wilson interval as distances below and above the estimate (the error bars)."""
+    a = condition.accuracy
+    return a.estimate - a.low, a.high - a.estimate
+
+
 def accuracy_plot(report: Report) -> Plot:
     figure, ax = _figure()
     entries = _entries(report)
     xs = list(range(len(entries)))
     ys = [c.accuracy.estimate for _, c in entries]
-    low = [c.accuracy.estimate - c.accuracy.low for _, c in entries]
-    high = [c.accuracy.high - c.accuracy.estimate for _, c in entries]
-    ax.errorbar(xs, ys, yerr=[low, high], fmt="o", capsize=5, color="#1f5f8b")
+    low, high = zip(*(_error(c) for _, c in entries))
+    ax.errorbar(xs, ys, yerr=[list(low), list(high)], fmt="o", capsize=5, color="#1f5f8b")
     ax.set_xticks(xs, [label for label, _ in entries], rotation=20 if len(entries) > 4 else 0)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
@@ -122,7 +127,8 @@ def cost_plot(report: Report) -> Plot:
         n = max(1, c.accuracy.n)
         x = (c.usage.cost or 0.0) / n if priced else c.usage.used_tokens / n
         y = c.accuracy.estimate
-        ax.errorbar([x], [y], yerr=[[y - c.accuracy.low], [c.accuracy.high - y]], fmt="o", capsize=4)
+        below, above = _error(c)
+        ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=4)
         ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize="small")
     ax.set_xlabel("cost per question (USD)" if priced else "tokens used per question")
     ax.set_ylabel("accuracy")

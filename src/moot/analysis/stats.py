@@ -107,7 +107,9 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Proportion:
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
-    return Proportion(successes, n, successes / n, float(low), float(high))
+    estimate = successes / n
+    # the interval holds the estimate; at 0/n and n/n statsmodels' bound misses 0 or 1 by a rounding error
+    return Proportion(successes, n, estimate, min(float(low), estimate), max(float(high), estimate))
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:

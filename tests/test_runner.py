@@ -231,13 +231,13 @@ def test_accounting_with_prices(tmp_path: Path) -> None:
     conditions, total = summarize(RunStore.open(path))
     calls = stored(path, "calls")
     expected = sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in calls) / 1e6
-    assert total.cost == pytest.approx(expected)
-    assert sum(c.cost for c in conditions) == pytest.approx(expected)
-    assert sum(c.calls for c in conditions) == total.calls == len(calls)
+    assert total.usage.cost == pytest.approx(expected)
+    assert sum(c.usage.cost for c in conditions) == pytest.approx(expected)
+    assert sum(c.usage.calls for c in conditions) == total.usage.calls == len(calls)
     stored_summary = RunStore.open(path).meta()["summary"]  # accounting is stored with the run
     assert stored_summary["total"]["cost"] == pytest.approx(expected)
     assert [c["name"] for c in stored_summary["conditions"]] == ["single", "vote", "society"]
-    assert {c.name: c.used_calls for c in conditions} == {"single": 2, "vote": 6, "society": 18}
+    assert {c.name: c.usage.used_calls for c in conditions} == {"single": 2, "vote": 6, "society": 18}
 
 
 def test_judge_calls_are_stored_and_counted(tmp_path: Path) -> None:
@@ -253,7 +253,7 @@ def test_judge_calls_are_stored_and_counted(tmp_path: Path) -> None:
         assert result["stop_reason"] == "max_rounds" and result["rounds_used"] == 3
     assert {t["agent"] for t in stored(path, "turns")} == {"agent-1", "agent-2", "agent-3"}
     conditions, _ = summarize(RunStore.open(path))
-    assert conditions[0].calls == conditions[0].used_calls == len(calls)
+    assert conditions[0].usage.calls == conditions[0].usage.used_calls == len(calls)
 
 
 def test_confidences_pools_and_weights_are_stored(tmp_path: Path) -> None:
@@ -283,7 +283,7 @@ def test_dar_runs_store_uncertainty_retention_and_filter_calls(tmp_path: Path) -
         # the "numbers" model never answers with a list of ids: every selection falls back to all
         assert all(r["fallback"] and r["forwarded"] == 4 * 3 for r in retention[1:])
     conditions, _ = summarize(RunStore.open(path))
-    assert conditions[0].used_calls == conditions[0].calls == len(calls) == outcome.calls
+    assert conditions[0].usage.used_calls == conditions[0].usage.calls == len(calls) == outcome.calls
 
 
 def test_biographies_are_scored_fact_by_fact_by_the_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

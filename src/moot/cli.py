@@ -309,12 +309,12 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
             str(s.abstained),
             str(s.errors),
             f"{s.rounds / s.questions:.2f}" if s.questions else "—",
-            str(s.calls),
-            str(s.used_calls - s.calls),
-            f"{s.prompt_tokens:,}",
-            f"{s.completion_tokens:,}",
-            f"{s.latency_s:.1f} s",
-            "n/a" if s.cost is None else f"${s.cost:.4f}",
+            str(s.usage.calls),
+            str(s.usage.used_calls - s.usage.calls),
+            f"{s.usage.prompt_tokens:,}",
+            f"{s.usage.completion_tokens:,}",
+            f"{s.usage.latency_s:.1f} s",
+            "n/a" if s.usage.cost is None else f"${s.usage.cost:.4f}",
             end_section=s is conditions[-1],
         )
     console.print(table)

@@ -278,7 +278,7 @@ class RunStore:
     # -- metadata ---------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
         """The metadata as stored (key -> JSON value); ``run_meta`` reads it typed."""
-        return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM meta")}
+        return _meta(self._db)
 
     def set_meta(self, key: str, value: Any) -> None:
         with self._transaction() as db:
@@ -589,6 +589,10 @@ def _schema_version(db: sqlite3.Connection) -> Any:
     return json.loads(row[0]) if row else None
 
 
+def _meta(db: sqlite3.Connection) -> dict[str, Any]:
+    return {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
+
+
 def _set_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
     db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
@@ -603,7 +607,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     hash (same task data files): otherwise a resume refuses the store, as it did before.
     Turns gain the call's seed and log-probabilities (unknown for schema 1: NULL), results their
     protocol's name, and each round's vote its tied answers and unparsed count (recounted)."""
-    meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
+    meta = _meta(db)
     rows = db.execute("SELECT name, config FROM conditions ORDER BY rowid").fetchall()
     stored = [(name, json.loads(config)) for name, config in rows]
     conditions = tuple(ResolvedCondition.model_validate(config, context=STORED) for _, config in stored)

@@ -122,43 +122,6 @@ class ConditionSummary:
         """The mean of the task's own score over the questions that have one."""
         return self.metric_sum / self.metric_count if self.metric_count else None
 
-    # the usage, by the names moot run's totals use
-    @property
-    def calls(self) -> int:
-        return self.usage.calls
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self.usage.prompt_tokens
-
-    @property
-    def completion_tokens(self) -> int:
-        return self.usage.completion_tokens
-
-    @property
-    def latency_s(self) -> float:
-        return self.usage.latency_s
-
-    @property
-    def cost(self) -> float | None:
-        return self.usage.cost
-
-    @property
-    def used_calls(self) -> int:
-        return self.usage.used_calls
-
-    @property
-    def used_prompt_tokens(self) -> int:
-        return self.usage.used_prompt_tokens
-
-    @property
-    def used_completion_tokens(self) -> int:
-        return self.usage.used_completion_tokens
-
-    @property
-    def unpriced(self) -> set[str]:
-        return set(self.usage.unpriced)
-
 
 def _summary(name: str, results: list[StoredResult], used: Usage) -> ConditionSummary:
     metrics = [r.metric for r in results if r.metric is not None]
@@ -238,19 +201,19 @@ def summary_json(store: RunStore) -> dict[str, Any]:
             "abstained": s.abstained,
             "errors": s.errors,
             "rounds": s.rounds,
-            "calls": s.calls,
-            "prompt_tokens": s.prompt_tokens,
-            "completion_tokens": s.completion_tokens,
-            "latency_s": s.latency_s,
-            "cost": s.cost,
-            "used_calls": s.used_calls,
-            "used_prompt_tokens": s.used_prompt_tokens,
-            "used_completion_tokens": s.used_completion_tokens,
+            "calls": s.usage.calls,
+            "prompt_tokens": s.usage.prompt_tokens,
+            "completion_tokens": s.usage.completion_tokens,
+            "latency_s": s.usage.latency_s,
+            "cost": s.usage.cost,
+            "used_calls": s.usage.used_calls,
+            "used_prompt_tokens": s.usage.used_prompt_tokens,
+            "used_completion_tokens": s.usage.used_completion_tokens,
             "metric_sum": s.metric_sum,
             "metric_count": s.metric_count,
             "accuracy": s.accuracy,
             "metric": s.metric,
-            "unpriced_models": sorted(s.unpriced),
+            "unpriced_models": sorted(s.usage.unpriced),
         }
 
     return json.loads(json.dumps({"conditions": [as_dict(c) for c in conditions], "total": as_dict(total)}))

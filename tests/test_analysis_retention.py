@@ -229,4 +229,4 @@ def test_used_calls_include_judges_and_filters(tmp_path: Path) -> None:
     by_name = {c.name: c for c in conditions}
     for c in task.conditions:
         # dar: 12 turns + 2 filter calls per question; du-adaptive: 6 turns + 2 judge calls per question
-        assert c.usage.used_calls == by_name[c.name].used_calls == {"dar": 2 * 14, "adaptive": 2 * 8}[c.name]
+        assert c.usage.used_calls == by_name[c.name].usage.used_calls == {"dar": 2 * 14, "adaptive": 2 * 8}[c.name]

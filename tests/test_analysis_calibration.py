@@ -8,8 +8,10 @@ import pytest
 
 from moot.analysis.calibration import (
     auroc,
+    bin_label,
     brier,
     calibrate,
+    confidence_spread,
     expected_calibration_error,
     reliability,
     to_probabilities,
@@ -64,3 +66,54 @@ def test_the_study_accuracy_by_confidence_bin(bins: list[tuple[int, int]], print
     found = reliability(to_probabilities(conf), right, edges=[0.5, 0.8, 0.9, 1.0])
     assert [(b.n, b.correct) for b in found] == bins
     assert [fixed(b.accuracy) for b in found] == printed
+
+
+def _ratio(k: int, n: int) -> str:
+    return f"{k}/{n} = {fixed(k / n)}" if n else "—"
+
+
+@pytest.mark.parametrize(
+    ("values", "distribution", "printed"),
+    [
+        # "Du adaptive | median 95; IQR 95–95; range 70–100 | 2/3 = 0.667 | 1/7 = 0.143 | 79/99 = 0.798"
+        (
+            [(70, 3, 2), (85, 7, 1), (95, 98, 78), (100, 1, 1)],
+            "median 95; IQR 95–95; range 70–100",
+            ["—", "2/3 = 0.667", "1/7 = 0.143", "79/99 = 0.798"],
+        ),
+        # "Liang strict adaptive | median 85; IQR 75–90; range 50–90 | 22/78 = 0.282 | 52/110 = 0.473 | 39/82 = 0.476"
+        (
+            [(50, 10, 2), (75, 68, 20), (80, 30, 12), (85, 80, 40), (90, 82, 39)],
+            "median 85; IQR 75–90; range 50–90",
+            ["—", "22/78 = 0.282", "52/110 = 0.473", "39/82 = 0.476"],
+        ),
+    ],
+)
+def test_the_study_table_7_confidence_distribution_and_bins(
+    values: list[tuple[int, int, int]], distribution: str, printed: list[str]
+) -> None:
+    """(confidence, verdicts, right) -> the study's Table 7 row: median, IQR, range, accuracy per bin."""
+    conf: list[float] = []
+    right: list[bool] = []
+    for value, n, k in values:
+        conf += [float(value)] * n
+        right += [True] * k + [False] * (n - k)
+    s = confidence_spread(conf, right)
+    text = f"median {s.median:g}; IQR {s.q1:g}–{s.q3:g}; range {s.low:g}–{s.high:g}"
+    assert text == distribution
+    assert [bin_label(b) for b in s.bins] == ["0–49", "50–79", "80–89", "90–100"]
+    assert [_ratio(b.correct, b.n) for b in s.bins] == printed
+    assert s.n == sum(b.n for b in s.bins) == len(conf)
+
+
+def test_confidences_below_50_have_their_own_bin() -> None:
+    s = confidence_spread(
+        [10, 49, 49.5, 50, 79.9, 80, 89, 90, 100], [True, False, True, True, False, True, True, False, True]
+    )
+    assert [(bin_label(b), b.n, b.correct) for b in s.bins] == [
+        ("0–49", 3, 2),  # 49.5 is below 50: [0, 50)
+        ("50–79", 2, 1),
+        ("80–89", 2, 2),
+        ("90–100", 2, 1),
+    ]
+    assert math.isnan(confidence_spread([], []).median)

@@ -161,6 +161,14 @@ def test_markdown_and_terminal_tables(report: Report) -> None:
     for title in titles:
         assert f"### {title}" in md
     assert "Calibration" not in md and "Cochran's Q over all conditions" in md
+    # one seed: the unit is said, no per-seed tables; DAR's best round for the one debate with two debate rounds
+    assert "n = 12 questions x 1 seed." in md and "### Accuracy per seed" not in md and "per seed\n" not in md
+    single, vote, society = report.tasks[0].conditions
+    assert single.best_round is None and vote.best_round is None
+    best = society.best_round
+    assert best is not None and [r for r, _ in best.by_round] == [1, 2] and best.final.seeds == 1
+    assert dict(best.by_round)[2].mean == society.accuracy.estimate  # fixed rounds: the last round's vote is final
+    assert "### DAR-style: best round, mean ± std over seeds" in md and "optimistic selection" in md
     console = Console(record=True, width=200)
     print_report(report, console)
     text = console.export_text()
@@ -243,7 +251,17 @@ def test_confidences_and_judges_make_calibration_appear(run: Path, tmp_path: Pat
     md = report_markdown(report)
     assert "### Calibration of stated confidence" in md and "### Accuracy by confidence bin" in md
     assert f"| society | judge | {3 * QUESTIONS} |" in md
+    # the stopping study's Table 7 bins: 75 after rounds 0 and 2 (wrong), 90 after round 1 (right)
+    spread = society.judge_confidence
+    assert spread is not None and (spread.n, spread.median, spread.q1, spread.q3) == (3 * QUESTIONS, 75, 75, 90)
+    assert [(b.n, b.correct) for b in spread.bins] == [(0, 0), (2 * QUESTIONS, 0), (0, 0), (QUESTIONS, QUESTIONS)]
+    assert "### Judge and moderator confidence: accuracy by confidence bin" in md
+    assert (
+        f"| society | {3 * QUESTIONS} | 75.0 | 75.0–90.0 | 75.0–90.0 | — | 0/{2 * QUESTIONS} = 0.000 | — | "
+        f"{QUESTIONS}/{QUESTIONS} = 1.000 |" in md
+    )
     page = report_html(report)
+    assert 'data-key="judge-confidence"' in page
     assert 'data-key="reliability"' in page and "confidence 90" in page and "&lt;i&gt;judged&lt;/i&gt;" in page
     assert "candidate pool: 3 sampled, 2 retained" in page and "&lt;u&gt;a&lt;/u&gt; 5" in page
     assert "<td>agent 2 </td><td><pre>&lt;u&gt;a&lt;/u&gt; 5</pre>" in page  # candidate 0 went to agent 2
@@ -347,5 +365,8 @@ def test_an_adaptive_run_with_a_judge(tmp_path: Path) -> None:
     assert society.judge_calibration is None and adaptive.calibration is None
     confident = sum(b.n for b in judged.bins if b.low >= 0.9)
     assert confident >= sum(n for reason, n in reasons if reason != "max_rounds")
+    spread = adaptive.judge_confidence
+    assert spread is not None and spread.n == judged.n == sum(b.n for b in spread.bins)  # 0-49 included: none dropped
+    assert spread.bins[-1].n == confident and spread.bins[0].n > 0  # the debater's judge says 10 without answers
     md = report_markdown(report)
     assert "| adaptive | judge |" in md and "### Accuracy by confidence bin" in md

@@ -25,13 +25,15 @@ QUESTIONS = 2
 PICKED = "<b>keep</b> [1, 4]"  # the picky filter's reply: agents 1 and 4, with markup the report must escape
 RING = {0: [1, 3], 1: [0, 2], 2: [1, 3], 3: [0, 2]}  # ring k=1 over 4 agents, by hand
 FULL = {i: [j for j in range(4) if j != i] for i in range(4)}
+# agents answering from only three numbers: four of them always repeat one, so 'distinct' keeps fewer
+COARSE = [{"backend": {"kind": "scripted", "model": "coarse"}}] * 4
 CONDITIONS = [
     {"name": "single", "protocol": "single"},
     {"name": "society", "protocol": "society"},  # 3 agents, round 0 and one debate round
     {"name": "dar", "protocol": "dar"},  # 4 agents, full topology, rounds 0-2
-    {"name": "dar-distinct", "protocol": "dar-distinct"},
+    {"name": "dar-distinct", "protocol": "dar-distinct", "agents": COARSE},
     {"name": "mad-m2", "protocol": "mad-m2"},
-    {"name": "ring-distinct", "protocol": "dar-distinct", "topology": {"kind": "ring", "k": 1}},
+    {"name": "ring-distinct", "protocol": "dar-distinct", "topology": {"kind": "ring", "k": 1}, "agents": COARSE},
     {"name": "dar-picky", "protocol": "dar", "judge": {"backend": {"kind": "scripted", "model": "picky"}}},
 ]
 
@@ -41,6 +43,12 @@ def picky(request: GenerationRequest, index: int) -> str:
     if "choose a subset of agent_ids" in request.messages[-1].content:
         return PICKED
     return seeded_numbers(request, index)
+
+
+def coarse(request: GenerationRequest, index: int) -> str:
+    """The 'numbers' model's reply, its number taken modulo 3."""
+    number = int(seeded_numbers(request, index).rstrip(".").rsplit(" ", 1)[1]) % 3
+    return f"Working through it step by step, the answer is {number}."
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +65,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("retention") / "run.sqlite"
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(SCRIPTED_MODELS, "picky", picky)
+        patch.setitem(SCRIPTED_MODELS, "coarse", coarse)
         asyncio.run(run_experiment(config, path, RunOptions()))
     return path
 

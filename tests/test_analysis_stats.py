@@ -17,12 +17,21 @@ from moot.analysis.formatting import fixed, interval, p_value
 from moot.analysis.stats import (
     bootstrap_mean,
     cochran_q,
+    cochran_q_repeats,
+    compare_metric,
     compare_paired,
+    compare_repeats,
     compare_rounds,
+    compare_rounds_repeats,
+    friedman,
     holm,
     matched_odds_ratio,
     mcnemar_exact,
+    metric_summary,
+    question_accuracy,
+    seed_spread,
     sign_test,
+    wilcoxon_signed_rank,
     wilson,
 )
 
@@ -283,3 +292,150 @@ def test_formatting_rounds_half_up() -> None:
     assert fixed(-0.0001, 3) == "0.000" and fixed(0.09, 2, sign=True) == "+0.09"
     assert fixed(math.inf, 2) == "∞" and fixed(None) == "—" and fixed(math.nan) == "—"
     assert p_value(0.00099) == "<0.001" and p_value(0.001) == "0.001" and p_value(1.0) == "1.000"
+
+
+# -- the question as the unit: seeds repeat the same questions ----------------------------------------
+# 6 questions x 3 seeds, correctness of A and B: rows are questions, columns seeds 0, 1, 2.
+A6x3 = [
+    [1, 1, 1],
+    [1, 1, 0],
+    [1, 0, 1],
+    [0, 0, 1],
+    [1, 1, 1],
+    [0, 0, 0],
+]
+B6x3 = [
+    [1, 1, 1],
+    [0, 0, 0],
+    [0, 1, 0],
+    [0, 0, 1],
+    [0, 0, 0],
+    [0, 0, 0],
+]
+
+
+def by_seed_maps(rows: list[list[int]]) -> list[dict[int, bool]]:
+    return [{s: bool(v) for s, v in enumerate(row)} for row in rows]
+
+
+def test_seed_spread_is_the_per_seed_mean_and_sample_std_over_seeds() -> None:
+    # A per seed: seed 0 4/6, seed 1 3/6, seed 2 4/6 -> mean 11/18, sample std sqrt(((1/18)^2*2 + (2/18)^2)/2)
+    x = np.asarray(A6x3, dtype=float)
+    spread = seed_spread({s: x[:, s].tolist() for s in range(3)})
+    assert [(v.seed, v.n, v.total) for v in spread.per_seed] == [(0, 6, 4.0), (1, 6, 3.0), (2, 6, 4.0)]
+    assert spread.mean == pytest.approx(11 / 18)
+    hand = math.sqrt(((4 / 6 - 11 / 18) ** 2 * 2 + (3 / 6 - 11 / 18) ** 2) / 2)
+    assert spread.std == pytest.approx(hand) and spread.std == pytest.approx(float(np.std(x.mean(axis=0), ddof=1)))
+    assert fixed(spread.std) == "0.096"
+    one = seed_spread({0: [1.0, 0.0]})
+    assert one.mean == 0.5 and math.isnan(one.std)
+
+
+def test_question_accuracy_with_repeats_is_a_cluster_bootstrap_over_questions() -> None:
+    acc = question_accuracy(by_seed_maps(A6x3), seed=0, resamples=10_000)
+    per_question = np.asarray(A6x3, dtype=float).mean(axis=1)
+    assert (acc.successes, acc.n, acc.questions, acc.units) == (11, 18, 6, 6)
+    assert acc.method == "cluster bootstrap" and acc.estimate == pytest.approx(11 / 18)
+    # an independent cluster bootstrap in numpy: resample the 6 questions, keep each one's 3 seeds together
+    rng = np.random.default_rng(12345)
+    draws = rng.integers(0, 6, size=(20_000, 6))
+    means = per_question[draws].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert acc.low == pytest.approx(low, abs=0.03) and acc.high == pytest.approx(high, abs=0.03)
+    # not Wilson on the 18 question x seed results: that interval is far too narrow
+    pooled = wilson(11, 18)
+    assert acc.high - acc.low > (pooled.high - pooled.low) * 1.2
+    # one seed per question: exactly Wilson
+    assert question_accuracy([{0: True}, {0: False}, {0: True}]) == wilson(2, 3)
+
+
+def test_compare_repeats_hand_checked_on_6_questions_x_3_seeds() -> None:
+    r = compare_repeats(by_seed_maps(A6x3), by_seed_maps(B6x3), seed=0, resamples=2000)
+    # per question p_A = 1, 2/3, 2/3, 1/3, 1, 0 and p_B = 1, 0, 1/3, 1/3, 0, 0
+    assert (r.n, r.units, r.repeats) == (6, 18, 3)
+    assert (r.a_only, r.b_only, r.both_right, r.both_wrong, r.mixed_ties) == (3, 0, 1, 1, 1)
+    assert r.accuracy_a == pytest.approx(11 / 18) and r.accuracy_b == pytest.approx(5 / 18)
+    assert r.difference == pytest.approx(6 / 18)
+    assert r.mcnemar_p == pytest.approx(2 / 8)  # exact sign test: 3 of 3 questions favour A
+    d = np.asarray(A6x3, dtype=float).mean(axis=1) - np.asarray(B6x3, dtype=float).mean(axis=1)
+    assert r.difference_ci == bootstrap_mean(d, seed=0, resamples=2000)
+    assert r.difference_ci.low <= r.difference <= r.difference_ci.high
+    # the oracle counts question x seed results right under A or B: 3 + 2 + 3 + 1 + 3 + 0
+    assert (r.oracle, r.oracle_n) == (12, 18)
+    # each seed on its own: A only / B only of seed 0: (q1, q4) vs none
+    assert [(t.seed, t.n, t.a_only, t.b_only) for t in r.per_seed] == [(0, 6, 3, 0), (1, 6, 2, 1), (2, 6, 2, 0)]
+    assert r.per_seed[0].p == pytest.approx(mcnemar_exact(3, 0))
+
+
+def test_repeats_are_never_counted_as_new_questions() -> None:
+    """A right on 5 questions in every seed, B never: pooling 6 x 3 pairs would give 15 discordant pairs
+    and p = 2/2^15; the question is the unit, so 5 discordant questions, p = 2/2^5."""
+    a = [[1, 1, 1]] * 5 + [[0, 0, 0]]
+    b = [[0, 0, 0]] * 6
+    r = compare_repeats(by_seed_maps(a), by_seed_maps(b), resamples=1000)
+    assert (r.n, r.a_only, r.b_only) == (6, 5, 0)
+    assert r.mcnemar_p == pytest.approx(2 / 32) and p_value(r.mcnemar_p) == "0.063"
+    pooled = compare_paired([bool(v) for row in a for v in row], [bool(v) for row in b for v in row])
+    assert pooled.n == 18 and pooled.mcnemar_p == pytest.approx(2 / 2**15)  # what treating seeds as questions gives
+
+
+def test_one_seed_per_question_gives_exactly_the_one_result_statistics() -> None:
+    x, y = paired(CORRECT["du1"], CORRECT["du_adaptive"], 6, 3)
+    seeded = compare_repeats([{7: v} for v in x], [{7: v} for v in y], resamples=2000)
+    assert seeded == compare_paired(x, y, resamples=2000)
+    a, b = rounds_pairs({(2, r): n for r, n in LIANG_ADAPTIVE.items()})
+    assert compare_rounds_repeats([{0: v} for v in a], [{0: v} for v in b], seed=PAPER_SEED) == compare_rounds(
+        a, b, seed=PAPER_SEED
+    )
+    table = [[1, 1, 0], [1, 0, 0], [1, 1, 1], [0, 0, 0], [1, 0, 0], [1, 1, 0]]
+    assert cochran_q_repeats([[{0: bool(v)} for v in row] for row in table]) == cochran_q(table)
+
+
+def test_compare_rounds_repeats_uses_each_questions_mean_over_seeds() -> None:
+    a = [{0: 2, 1: 2}, {0: 2, 1: 2}, {0: 2, 1: 2}]
+    b = [{0: 1, 1: 2}, {0: 1, 1: 1}, {0: 3, 1: 2}]
+    d = compare_rounds_repeats(a, b, resamples=1000)
+    assert (d.n, d.repeats) == (3, 2)  # questions, not 6 question x seed pairs
+    assert d.mean == pytest.approx((-0.5 - 1 + 0.5) / 3) and d.median == -0.5
+    assert (d.sign.fewer, d.sign.tied, d.sign.more) == (2, 0, 1)
+
+
+def test_friedman_on_question_accuracy_and_cochran_q_on_binary_data() -> None:
+    # on 0/1 values Friedman's tie-corrected statistic is Cochran's Q (the hand-checked table above: Q = 6)
+    table = [[1, 1, 0], [1, 0, 0], [1, 1, 1], [0, 0, 0], [1, 0, 0], [1, 1, 0]]
+    assert friedman(table).statistic == pytest.approx(6.0) and friedman(table).p == pytest.approx(math.exp(-3))
+    # three conditions, 6 questions x 3 seeds: Friedman on the questions' accuracies over seeds
+    c = [[1, 0, 0]] * 6
+    q = cochran_q_repeats([[{s: bool(m[i][s]) for s in range(3)} for m in (A6x3, B6x3, c)] for i in range(6)])
+    from scipy.stats import friedmanchisquare
+
+    means = [np.asarray(m, dtype=float).mean(axis=1) for m in (A6x3, B6x3, c)]
+    expected = friedmanchisquare(*means)
+    assert (q.test, q.n, q.df) == ("Friedman", 6, 2)
+    assert q.statistic == pytest.approx(expected.statistic) and q.p == pytest.approx(expected.pvalue)
+    same = cochran_q_repeats([[{0: True, 1: False}] * 3] * 4)
+    assert (same.statistic, same.p, same.test) == (0.0, 1.0, "Friedman")
+
+
+def test_metric_summary_and_paired_metric_tests_hand_checked() -> None:
+    # fact precision of 5 questions x 2 seeds; None: the judge could not score that biography
+    a = [{0: 0.9, 1: 0.7}, {0: 0.6, 1: None}, {0: 1.0, 1: 1.0}, {0: None, 1: None}, {0: 0.5, 1: 0.7}]
+    b = [{0: 0.7, 1: 0.5}, {0: 0.5, 1: 0.5}, {0: 0.8, 1: 0.9}, {0: 0.2, 1: 0.3}, {0: 0.2, 1: 0.3}]
+    m = metric_summary(a, resamples=2000)
+    assert (m.questions, m.results, m.missing) == (4, 7, 3)
+    assert m.mean == pytest.approx((0.8 + 0.6 + 1.0 + 0.6) / 4)
+    assert [(v.seed, v.n) for v in m.seeds.per_seed] == [(0, 4), (1, 3)]
+    assert m.seeds.mean == pytest.approx(((0.9 + 0.6 + 1.0 + 0.5) / 4 + (0.7 + 1.0 + 0.7) / 3) / 2)
+    assert m.ci.low <= m.mean <= m.ci.high
+    c = compare_metric(a, b, resamples=2000)
+    # paired seeds per question: q0 both (d = 0.8 - 0.6), q1 seed 0 only (0.6 - 0.5), q2 both (1.0 - 0.85),
+    # q3 none (A has no value), q4 both (0.6 - 0.25)
+    assert (c.n, c.pairs, c.missing) == (4, 7, 3)
+    assert c.difference == pytest.approx((0.2 + 0.1 + 0.15 + 0.35) / 4)
+    assert (c.mean_a, c.mean_b) == (pytest.approx(0.75), pytest.approx((0.6 + 0.5 + 0.85 + 0.25) / 4))
+    assert (c.a_higher, c.tied, c.b_higher) == (4, 0, 0)
+    assert c.sign_p == pytest.approx(2 / 16)
+    # Wilcoxon signed-rank, exact: 4 distinct positive differences -> two-sided p = 2 / 2^4
+    assert c.wilcoxon_p == pytest.approx(2 / 16)
+    assert wilcoxon_signed_rank([0.1, 0.2, 0.3, 0.4, 0.5]) == pytest.approx(2 / 32)
+    assert wilcoxon_signed_rank([0.0, 0.0]) == 1.0

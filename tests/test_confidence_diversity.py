@@ -43,6 +43,47 @@ def test_confidence_is_read_and_removed_before_extraction(text: str, rest: str, 
     assert " ".join(stripped.split()) == rest
 
 
+@pytest.mark.parametrize(
+    ("text", "confidence"),
+    [
+        # each written form of "eight out of ten", read on Zhu et al.'s 0-10 scale (hand-checked)
+        ("The answer is 42.\nConfidence: 8", 8.0),
+        ("The answer is 42.\nConfidence: 80%", 8.0),  # a percentage: 80 / 100 x 10
+        ("The answer is 42.\nConfidence: 80 percent", 8.0),
+        ("The answer is 42.\nConfidence: 8/10", 8.0),  # a stated scale: 8 / 10 x 10
+        ("The answer is 42.\nConfidence: 8 out of 10", 8.0),
+        ("The answer is 42.\nConfidence: 0.8", 8.0),  # a fraction (decimal point, at most 1): 0.8 x 10
+        ("The answer is 42.\nConfidence: .8", 8.0),
+        ("The answer is 42.\n**Confidence:** 80%", 8.0),
+        # the boundary cases of the fraction rule
+        ("The answer is 42.\nConfidence: 1", 1.0),  # an integer is on the scale: 1/10, not 100%
+        ("The answer is 42.\nConfidence: 0", 0.0),
+        ("The answer is 42.\nConfidence: 1.0", 10.0),  # a decimal point and at most 1: a probability of 1
+        ("The answer is 42.\nConfidence: 0.85", 8.5),
+        ("The answer is 42.\nConfidence: 8.5", 8.5),  # a decimal above 1 is on the scale
+        ("The answer is 42.\nConfidence: 10", 10.0),
+        # out of range after reading: missing, never clipped (85 is not taken for a percentage)
+        ("The answer is 42.\nConfidence: 85", None),
+        ("The answer is 42.\nConfidence: 120%", None),
+        ("The answer is 42.\nConfidence: 12 out of 10", None),
+    ],
+)
+def test_each_written_form_of_a_confidence_reads_on_the_0_10_scale(text: str, confidence: float | None) -> None:
+    stripped, value = split_confidence(text, 10)
+    assert value == (pytest.approx(confidence) if confidence is not None else None)
+    assert " ".join(stripped.split()) == "The answer is 42."  # the statement is removed in every form
+    assert TASK.extract(stripped).answer == "42"
+
+
+def test_the_fraction_rule_follows_the_scale() -> None:
+    assert split_confidence("Confidence: 0.8", 100)[1] == pytest.approx(80.0)
+    assert split_confidence("Confidence: 80", 100)[1] == 80.0
+    assert split_confidence("Confidence: 80%", 100)[1] == 80.0
+    assert split_confidence("Confidence: 0.8", 1)[1] == pytest.approx(0.8)  # on 0-1 a fraction is the value
+    assert split_confidence("Confidence: 1", 1)[1] == 1.0
+    assert split_confidence("Confidence: 7/10", 7)[1] == pytest.approx(4.9)
+
+
 def test_a_trailing_confidence_is_not_taken_as_the_answer() -> None:
     stripped, value = split_confidence("3+4 = 7, so the answer is 7.\nConfidence: 9", 10)
     assert TASK.extract(stripped).answer == "7" and value == 9.0
@@ -74,12 +115,41 @@ def test_greedy_selection_on_hand_checked_pools() -> None:
     # new answers first; among them the text least like those chosen: after 0, candidate 5 shares
     # no token with it while 2 shares 4 of 7 (Jaccard 0.57); then 2, the last new answer
     assert select_diverse(pool, 3) == [0, 5, 2]
-    # no new answer is left: "no idea" shares no token (0), candidate 3 shares "10" with 0 (1/9)
-    assert select_diverse(pool, 4) == [0, 5, 2, 4]
-    assert select_diverse(pool, 5) == [0, 5, 2, 4, 3]
+    # no new answer is left: a parsed candidate comes before "no idea" although that one shares no token;
+    # candidate 3 shares only "10" with 0 (1/9), candidate 1 five of six
+    assert select_diverse(pool, 4) == [0, 5, 2, 3]
+    assert select_diverse(pool, 5) == [0, 5, 2, 3, 1]
+    assert select_diverse(pool, 6) == [0, 5, 2, 3, 1, 4]  # the unparsed one only when no parsed one is left
     assert jaccard("a b c", "b c d") == pytest.approx(2 / 4)
     with pytest.raises(ValueError):
         select_diverse(pool, 7)
+
+
+def test_an_unparsed_candidate_is_never_preferred_to_a_parsed_one() -> None:
+    pool = [
+        Candidate("two plus two makes 4", "4"),  # 0
+        Candidate("two plus two makes 4 again", "4"),  # 1: a repeat of 0's answer, text close to it
+        Candidate("hmm I cannot tell", None),  # 2: unparsed, its text the most different
+    ]
+    assert select_diverse(pool, 2) == [0, 1]  # a repeated parsed answer, not the unparsed text
+    assert select_diverse(pool, 3) == [0, 1, 2]  # too few parsed candidates: the unparsed one fills the place
+    only_unparsed = [Candidate("no idea", None), Candidate("not sure", None)]
+    assert select_diverse(only_unparsed, 1) == [0]
+
+
+async def test_diverse_initialisation_gives_agents_parsed_candidates_first() -> None:
+    # pool of 4 for 2 agents: candidates 0 and 2 from agent-1 (parsed, answer 10), 1 and 3 from agent-2
+    # (unparsed); the second agent gets candidate 2, a repeat, not an unparsed reply
+    agents = scripted_agents(
+        ["adding first gives 10", "adding first gives 10 again", "r1 10"],
+        ["no idea at all", "hmm unsure", "r1 10"],
+    )
+    protocol = resolve_protocol("diverse", agents=2, components={"pool_size": 4})
+    result = await run_debate(QUESTION, TASK, protocol, agents, caller=Caller())
+    pool = result.rounds[0].pool
+    assert pool is not None and pool.answers == ("10", None, "10", None)
+    assert pool.selected == (0, 2)
+    assert [t.answer for t in result.rounds[0].turns] == ["10", "10"]
 
 
 def test_diversity_measures() -> None:
@@ -94,13 +164,24 @@ def requests(agent) -> list[GenerationRequest]:  # type: ignore[no-untyped-def]
     return cast(ScriptedBackend, agent.backend).requests
 
 
-async def test_confidence_preset_asks_shows_and_weights_confidence() -> None:
+@pytest.mark.parametrize(
+    ("preset", "final", "weights"),
+    [
+        # Zhu et al.: confidence is shown to peers, the final answer is the majority of the last round
+        ("confidence", "5", None),
+        # moot's weighted variant: 9 outweighs 1 + 2
+        ("confidence-weighted", "-19", (("5", 3.0), ("-19", 9.0))),
+    ],
+)
+async def test_confidence_presets_ask_and_show_confidence_and_aggregate_as_named(
+    preset: str, final: str, weights: tuple[tuple[str, float], ...] | None
+) -> None:
     agents = scripted_agents(
         ["I get 5.\nConfidence: 2", "Still 5.\nConfidence: 1"],
         ["It is -19.\nConfidence: 9", "-19.\nConfidence: 9"],
         ["5 it is. Confidence: 3", "5. Confidence: 2"],
     )
-    result = await run_debate(QUESTION, TASK, resolve_protocol("confidence"), agents, caller=Caller())
+    result = await run_debate(QUESTION, TASK, resolve_protocol(preset), agents, caller=Caller())
     first = requests(agents[0])[0].messages[-1].content
     assert first.startswith(TASK.render(QUESTION)) and 'on its own line as "Confidence: N"' in first
     update = requests(agents[0])[1].messages[-1].content
@@ -108,8 +189,32 @@ async def test_confidence_preset_asks_shows_and_weights_confidence() -> None:
     assert "One agent response (confidence 3/10)" in update and update.endswith('as "Confidence: N".')
     assert [t.confidence for t in result.rounds[1].turns] == [1.0, 9.0, 2.0]
     assert [t.answer for t in result.rounds[1].turns] == ["5", "-19", "5"]
-    assert result.final_answer == "-19" and result.correct  # 9 outweighs 1 + 2
-    assert result.rounds[1].vote.weights == (("5", 3.0), ("-19", 9.0))
+    assert result.final_answer == final and result.correct == (final == "-19")
+    assert result.rounds[1].vote.weights == weights
+    assert result.rounds[1].vote.counts == (("5", 2), ("-19", 1))
+
+
+def test_descriptions_say_how_the_final_answer_is_taken() -> None:
+    weighted = resolve_protocol("confidence-weighted").describe()
+    assert weighted["aggregation"] == (
+        "confidence-weighted majority: each parsed answer adds its agent's stated confidence (0-10); "
+        "a missing confidence weighs 0; if every weight is 0, the unweighted majority; ties: first"
+    )
+    assert weighted["confidence"] == "stated on 0-10, shown to peers"
+    plain = resolve_protocol("confidence")
+    assert plain.describe()["aggregation"] == "majority (ties: first)"
+    assert "the final answer is the majority of the last round, as in the paper" in plain.reference
+    assert "majority of the last round" in resolve_protocol("diverse-confidence").reference
+    vote = resolve_protocol("confidence-vote")
+    assert vote.aggregation.kind == "confidence" and "not one of Zhu et al. 2026's baselines" in vote.reference
+    assert "a missing confidence weighs 0" in vote.reference
+
+
+async def test_a_missing_confidence_weighs_nothing_in_the_weighted_debate() -> None:
+    agents = scripted_agents(["5", "5"], ["-19 Confidence: 2", "-19 Confidence: 2"], ["5", "5"])
+    result = await run_debate(QUESTION, TASK, resolve_protocol("confidence-weighted"), agents, caller=Caller())
+    assert [t.confidence for t in result.rounds[1].turns] == [None, 2.0, None]
+    assert result.rounds[1].vote.weights == (("5", 0.0), ("-19", 2.0)) and result.final_answer == "-19"
 
 
 async def test_confidence_vote_is_one_weighted_round() -> None:
@@ -151,7 +256,17 @@ def test_presets_and_contradictions() -> None:
     from moot.errors import ConfigError
 
     assert resolve_protocol("diverse", agents=5, components={"pool_size": 10}).initializer.pool(5) == 10
-    assert resolve_protocol("diverse-confidence").aggregation.kind == "confidence"
+    kinds = {
+        name: (spec.initializer.kind, spec.confidence is not None, spec.aggregation.kind)
+        for name in ("confidence", "confidence-weighted", "diverse-confidence", "diverse-confidence-weighted")
+        for spec in [resolve_protocol(name)]
+    }
+    assert kinds == {
+        "confidence": ("independent", True, "majority"),  # the paper's protocol
+        "confidence-weighted": ("independent", True, "confidence"),
+        "diverse-confidence": ("diverse", True, "majority"),  # the paper's protocol
+        "diverse-confidence-weighted": ("diverse", True, "confidence"),
+    }
     with pytest.raises(ConfigError, match="aggregation 'confidence' needs confidence = true"):
         resolve_protocol("society", components={"aggregation": "confidence"})
     with pytest.raises(ConfigError, match="pool_size >= agents"):

@@ -117,7 +117,7 @@ async def test_agent_without_peers_in_later_round_gets_the_reflection_prompt() -
     agents = scripted_agents(["1", "-19"])
     result = await run_debate(QUESTION, TASK, resolve_protocol("society", agents=1), agents, caller=Caller())
     prompt = requests_of(agents[0])[1].messages[-1].content
-    assert prompt.startswith("Can you verify that your answer is correct?")
+    assert prompt.startswith("Can you verify that your answer is correct. Please reiterate your answer")
     assert result.final_answer == "-19"
 
 

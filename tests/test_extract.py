@@ -31,6 +31,12 @@ from moot.tasks.extract import boxed_contents, canonical_number, last_number, nu
         ("I cannot compute this.", None),
         ("", None),
         ("12,5", None),  # ambiguous decimal comma: not guessed
+        # Choi et al.'s format wins over later numbers
+        ("{final answer: 123} (I used 2 steps)", "123"),
+        ("{Final Answer: -18} Uncertainty 0.5", "-18"),
+        ("{final answer: 1,024.50}", "1024.5"),
+        ("{final answer: 7} then {final answer: 9}", "9"),
+        ("{final answer: unsure} so 12", "12"),  # no number in the braces: the last number
     ],
 )
 def test_last_number(reply: str, expected: str | None) -> None:

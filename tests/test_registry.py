@@ -28,7 +28,7 @@ QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")
 
 def test_every_family_has_its_rules_registered_by_name() -> None:
     names = {family: set(rules(family)) for family in FAMILIES}
-    assert names["retention"] >= {"all", "dar", "certain", "similar", "perplexity-top", "distinct"}
+    assert names["retention"] >= {"all", "dar", "certain", "similar", "dar-text", "perplexity-top", "distinct"}
     assert names["stopping"] >= {"fixed", "consensus", "stable", "judge", "moderator", "moderator_confidence"}
     assert names["aggregation"] >= {"majority", "confidence", "judge", "moderator"}
     assert names["topology"] >= {"none", "full", "ring", "star", "graph"}
@@ -36,7 +36,7 @@ def test_every_family_has_its_rules_registered_by_name() -> None:
     assert names["cue"] >= {"confidence", "uncertainty", "vote"}
     assert (names["history"], names["rendering"], names["initializer"]) == (
         {"chat", "fresh"},
-        {"du", "grouped"},
+        {"du", "dar", "grouped"},
         {"independent", "diverse"},
     )
 
@@ -202,7 +202,7 @@ FIELD_VALUES: dict[str, tuple[str, Any, Any]] = {
     "retention": ("society", "distinct", "distinct"),
     "retain_fraction": ("mad-m2", 0.25, 0.25),
     "stopping": ("society", {"kind": "consensus", "fraction": 0.6}, "consensus"),
-    "aggregation": ("confidence", "majority", "majority"),
+    "aggregation": ("confidence-weighted", "majority", "majority"),
     "tie_rule": ("society", "random", "random"),
 }
 

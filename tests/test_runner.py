@@ -258,7 +258,7 @@ def test_judge_calls_are_stored_and_counted(tmp_path: Path) -> None:
 
 def test_confidences_pools_and_weights_are_stored(tmp_path: Path) -> None:
     path = tmp_path / "run.sqlite"
-    run(experiment([{"name": "dc", "protocol": "diverse-confidence"}], count=2), path)
+    run(experiment([{"name": "dc", "protocol": "diverse-confidence-weighted"}], count=2), path)
     turns = stored(path, "turns")
     assert all(t["confidence"] is None for t in turns)  # "numbers" states no confidence: missing, not 0
     for result in stored(path):
@@ -311,7 +311,7 @@ def test_biographies_are_scored_fact_by_fact_by_the_judge(tmp_path: Path, monkey
     outcome = run(config, path)
     (result,) = stored(path)
     detail = json.loads(result["metric_detail"])
-    assert set(detail) == {"agent-1", "agent-2"}
+    assert set(detail) == {"agent-1", "agent-2", "skipped_replies"}
     assert detail["agent-1"]["verdicts"] == ["consistent", "inconsistent", "uncertain"]
     assert result["metric"] == pytest.approx(2 / 4)  # pooled: 2 consistent, 2 inconsistent
     judge_calls = [c for c in stored(path, "calls") if c["agent"].startswith("judge/")]

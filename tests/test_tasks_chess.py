@@ -1,15 +1,25 @@
-"""Chess tasks: generated positions, legal destinations, move legality, Stockfish scoring."""
+"""Chess tasks: generated positions, legal destinations, move legality and normalisation (one
+vote per move), Stockfish scoring and Du et al.'s pawn-score metric."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shutil
 from pathlib import Path
 
 import chess
 import pytest
 
+from moot.backends.config import ScriptedBackendConfig
+from moot.backends.scripted import ScriptedBackend
+from moot.calls import Caller
+from moot.debate.agents import Agent, AgentSpec
+from moot.debate.protocols import resolve_protocol
 from moot.errors import ConfigError
-from moot.tasks import get_task
-from moot.tasks.chess_tasks import ChessMoveTask, ChessValidityTask, parse_move
+from moot.runner.evaluate import evaluate
+from moot.tasks import MetricContext, ParseStatus, Question, TaskMetric, get_task
+from moot.tasks.chess_tasks import ChessMoveTask, ChessValidityTask, canonical_move, parse_move
 from moot.tasks.stockfish import MATE_CP, Stockfish, find_stockfish
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
@@ -113,3 +123,124 @@ def test_missing_stockfish_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("MOOT_STOCKFISH", str(tmp_path / "no-engine"))
     with pytest.raises(ConfigError, match="MOOT_STOCKFISH .* is not a file"):
         find_stockfish()
+
+
+# --- one move, one vote: every legal way of writing a move reads as its UCI ----------------------
+
+SCHOLAR = "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4"  # after 3... Nf6
+CASTLE = "r1bqk2r/ppppbppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 6 5"
+ROOKS = "4k3/8/8/8/8/8/8/R4RK1 w - - 0 1"  # Ra1 and Rf1 both reach b1..e1
+MATE_OR_STALEMATE = "k7/3Q4/1K6/8/8/8/8/8 w - - 0 1"  # Qd8# / Qb7# mate; Qc7 stalemates
+
+
+def _question(fen: str) -> Question:
+    board = chess.Board(fen)
+    side = "White" if board.turn else "Black"
+    return Question(
+        id="chess-move-test",
+        prompt="",
+        gold="",
+        metadata={"fen": fen, "move_number": board.fullmove_number, "side": side},
+    )
+
+
+@pytest.mark.parametrize(
+    ("fen", "replies", "uci"),
+    [
+        (
+            chess.STARTING_FEN,
+            ["1. Nf3", "{final answer: g1f3}", "My move is Nf3+", "Nxf3", "1. Ng1-f3", "Ng1f3"],
+            "g1f3",
+        ),
+        (chess.STARTING_FEN, ["1. e4", "e2e4", "1. e2-e4", "The best move is e4!"], "e2e4"),
+        (SCHOLAR, ["4. Qxf7#", "Qxf7", "Qf7", "4. Qf7+", "h5f7", "4. Qh5xf7#"], "h5f7"),
+        (CASTLE, ["5. O-O", "5. 0-0", "e1g1", "e1h1", "My move is O-O+"], "e1g1"),
+    ],
+)
+def test_every_way_of_writing_a_move_reads_as_one_uci(fen: str, replies: list[str], uci: str) -> None:
+    task, question = ChessMoveTask(), _question(fen)
+    for reply in replies:
+        extraction = task.read_reply(reply, question)
+        assert (extraction.answer, extraction.status) == (uci, ParseStatus.PARSED), reply
+        assert task.read_answer(reply, question).answer == uci  # a judge's or moderator's field too
+    assert canonical_move(chess.Board(fen), replies[0].split()[-1]) == uci
+
+
+@pytest.mark.parametrize(
+    ("fen", "reply"),
+    [
+        (chess.STARTING_FEN, "1. e5"),  # not White's move
+        (chess.STARTING_FEN, "1. Ke2"),  # blocked
+        (chess.STARTING_FEN, "e2e5"),
+        (chess.STARTING_FEN, "I would develop a knight."),  # no move at all
+        (CASTLE, "5. O-O-O"),  # queenside castling is not legal here
+        (ROOKS, "1. Rd1"),  # ambiguous: SAN that names no single move
+    ],
+)
+def test_an_illegal_or_unreadable_move_is_unparsed(fen: str, reply: str) -> None:
+    extraction = ChessMoveTask().read_reply(reply, _question(fen))
+    assert (extraction.answer, extraction.status) == (None, ParseStatus.UNPARSED)
+
+
+def test_disambiguated_forms_are_one_move_and_extract_alone_keeps_the_writing() -> None:
+    task, rooks = ChessMoveTask(), _question(ROOKS)
+    assert {task.read_reply(r, rooks).answer for r in ("1. Rad1", "Rad1+", "a1d1", "1. Ra1-d1")} == {"a1d1"}
+    assert task.extract("1. Nf3").answer == "Nf3"  # without a position the move stays as written
+    assert task.read_reply("1. Nf3", Question(id="own", prompt="", gold="")).answer == "Nf3"  # nor with none
+
+
+def test_the_vote_counts_every_spelling_of_one_move_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    task = ChessMoveTask()
+    monkeypatch.setattr(task, "score", lambda answer, question: False)  # no engine needed for the vote
+    replies = ["1. Nf3", "1. g1f3", "1. Nf3+", "1. e4"]
+    agents = [
+        Agent(AgentSpec(name=f"agent-{i}", backend=ScriptedBackendConfig()), ScriptedBackend([r]))
+        for i, r in enumerate(replies, 1)
+    ]
+    protocol = resolve_protocol("vote", agents=4)
+    (result,) = asyncio.run(evaluate(task, protocol, agents, [_question(chess.STARTING_FEN)])).results
+    assert result.final_answer == "g1f3"
+    assert dict(result.rounds[0].vote.counts) == {"g1f3": 3, "e2e4": 1}
+
+
+# --- Du et al.'s metric: the pawn-score change of the chosen move (Stockfish) --------------------
+
+needs_stockfish = pytest.mark.skipif(
+    not Path("/usr/games/stockfish").is_file()
+    and shutil.which("stockfish") is None
+    and "MOOT_STOCKFISH" not in os.environ,
+    reason="Stockfish is not installed",
+)
+
+
+async def _metric(task: ChessMoveTask, fen: str, reply: str) -> TaskMetric | None:
+    agents = [Agent(AgentSpec(name="agent-1", backend=ScriptedBackendConfig()), ScriptedBackend([reply]))]
+    (result,) = (await evaluate(task, resolve_protocol("single"), agents, [_question(fen)])).results
+    return await task.metric(result, MetricContext(agents[0].backend, Caller(), "judge", 0))
+
+
+@needs_stockfish
+async def test_metric_is_the_pawn_score_change_of_the_chosen_move() -> None:
+    task = ChessMoveTask(depth=8)
+    try:
+        # before: White mates in 1, Stockfish's Mate(+1) = 10000 - 1 = 9999 cp for the mover
+        mate = await _metric(task, MATE_OR_STALEMATE, "1. Qd8#")
+        assert mate is not None
+        assert mate.detail["before_cp"] == 9999 and mate.detail["after_cp"] == MATE_CP  # checkmate: exactly 10000
+        assert mate.value == pytest.approx((10000 - 9999) / 100) == 0.01
+        assert mate.detail["loss_pawns"] == 0 and mate.detail["move"] == "d7d8" and mate.detail["san"] == "Qd8#"
+        # the stalemating move: after is a draw, exactly 0; the best move mates (10000)
+        stalemate = await _metric(task, MATE_OR_STALEMATE, "Qc7")
+        assert stalemate is not None and stalemate.detail["after_cp"] == 0
+        assert stalemate.value == pytest.approx((0 - 9999) / 100) == -99.99
+        assert stalemate.detail["loss_pawns"] == pytest.approx(100.0) and stalemate.detail["depth"] == 8
+        assert stalemate.detail["best_cp"] == MATE_CP
+    finally:
+        task.close()
+
+
+async def test_metric_without_a_legal_final_move_is_none_and_says_why() -> None:
+    task = ChessMoveTask()
+    metric = await _metric(task, chess.STARTING_FEN, "1. e5")  # illegal: unparsed, so no final move
+    assert metric is not None and metric.value is None
+    assert metric.detail == {"move": None, "legal": False, "reason": "no final move (unparsed)"}

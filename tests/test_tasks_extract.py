@@ -56,6 +56,8 @@ def test_choice_letter(reply: str, letters: str, expected: str | None) -> None:
         ("I don't know.", None),
         ("The answer is unclear, but 4 + 4 = 8", "8"),
         (r"\boxed{} then 6", "6"),
+        ("{final answer: 123}. The answer is 5.", "123"),  # Choi et al.'s format wins
+        (r"{final answer: $18} \boxed{20}", "18"),
     ],
 )
 def test_gsm8k_answer(reply: str, expected: str | None) -> None:
@@ -110,11 +112,11 @@ def test_extract_square(reply: str, expected: str | None) -> None:
         ("yes.", Verdict.CONSISTENT),
         ("No, the biography gives a different year.", Verdict.INCONSISTENT),
         ("Uncertain", Verdict.UNCERTAIN),
-        ("The biography does not mention it, so I'm not sure.", Verdict.UNCERTAIN),
-        ("Inconsistent.", Verdict.INCONSISTENT),
-        ("Consistent", Verdict.CONSISTENT),
+        ("The biography does not mention it, so I'm not sure.", Verdict.INCONSISTENT),  # Du: "no" in "not"
+        ("Inconsistent.", Verdict.UNPARSED),  # Du reads only uncertain, yes, no
+        ("Consistent", Verdict.UNPARSED),
         ("Not consistent", Verdict.INCONSISTENT),
-        ("I cannot know that.", Verdict.UNPARSED),
+        ("I cannot know that.", Verdict.INCONSISTENT),
         ("", Verdict.UNPARSED),
     ],
 )
@@ -125,7 +127,7 @@ def test_parse_verdict(reply: str, expected: Verdict) -> None:
 def test_bullets_strip_markers_and_blank_lines() -> None:
     text = "\n\n- First fact.\n* Second fact\n1. Third fact\n2) Fourth\n\u2022 Fifth\n   \nPlain line"
     assert bullets(text) == ["First fact.", "Second fact", "Third fact", "Fourth", "Fifth", "Plain line"]
-    assert bullets("- 1961: born") == ["1961: born"]  # a leading year is kept (Du et al. drop it)
+    assert bullets("- 1961: born") == ["born"]  # cut at the first letter, as Du et al. do
 
 
 def test_unparsed_replies_have_the_unparsed_status() -> None:

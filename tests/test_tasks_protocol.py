@@ -122,9 +122,9 @@ async def test_biographies_metric_is_the_judges_fact_precision_pooled_over_agent
 
     assert metric is not None
     assert metric.value == pytest.approx(2 / 4)  # pooled: 2 consistent, 2 inconsistent
-    assert set(metric.detail) == {"agent-1", "agent-2"}
+    assert set(metric.detail) == {"agent-1", "agent-2", "skipped_replies"} and metric.detail["skipped_replies"] == 0
     verdicts = ["consistent", "inconsistent", "uncertain"]
-    assert metric.detail["agent-1"] == {"verdicts": verdicts, "precision": 0.5, "calls": 3}
+    assert metric.detail["agent-1"] == {"verdicts": verdicts, "precision": 0.5, "calls": 3, "skipped": None}
     # the call names, rounds and seeds the runner has always used, so that stored runs replay
     assert caller.places == [(f"judge/agent-{a}:fact-{i}", result.rounds_used) for a in (1, 2) for i in range(3)]
     assert [r.seed for r in backend.requests] == [derive_seed(5, question.id, "judge", i) for i in range(3)] * 2

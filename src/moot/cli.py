@@ -286,6 +286,7 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
         "accuracy",
         *(["task metric"] if scored else []),
         "unparsed",
+        "truncated",
         "abstained",
         "errors",
         "rounds",
@@ -306,6 +307,7 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
             f"{s.correct}/{s.questions} ({s.accuracy:.0%})",
             *metric,
             str(s.unparsed),
+            f"{s.truncated}/{s.replies}",
             str(s.abstained),
             str(s.errors),
             f"{s.rounds / s.questions:.2f}" if s.questions else "—",
@@ -318,6 +320,13 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
             end_section=s is conditions[-1],
         )
     console.print(table)
+    console.print(
+        "[dim]unparsed: questions without a parsed final answer; truncated: agents' replies cut off by the "
+        "token limit, of all replies[/]"
+    )
+    for s in conditions:
+        if s.confidence_missing is not None:
+            console.print(f"{escape(s.name)}: confidence missing in {s.confidence_missing} of {s.replies} replies")
     console.print(
         "[dim]calls, tokens, model time and cost are what each condition paid for; 'shared' counts the calls its "
         "debates reused from another condition (round 0) or an earlier identical call; rounds is the mean; "

@@ -1,6 +1,8 @@
 """Calibration of stated confidences against correctness: reliability bins, Brier, ECE, AUROC.
 
 Confidences are probabilities in [0, 1]; ``to_probabilities`` maps a 0-100 scale onto it.
+``confidence_spread`` summarises confidences on their own 0-100 scale as the stopping study's
+Table 7 does: median, interquartile range, range and accuracy in its bins.
 """
 
 from __future__ import annotations
@@ -106,4 +108,49 @@ def calibrate(confidences: Sequence[float], correct: Sequence[bool], bins: int =
         brier=brier(conf, correct),
         ece=expected_calibration_error(conf, correct, bins),
         auroc=auroc(conf, correct),
+    )
+
+
+# The stopping study's Table 7 bins of a judge's or moderator's 0-100 confidence (50-79, 80-89, 90-100),
+# with 0-49 below them so that no answer is dropped: [0, 50), [50, 80), [80, 90), [90, 100].
+STUDY_EDGES = (0.0, 50.0, 80.0, 90.0, 100.0)
+
+
+@dataclass(frozen=True)
+class ConfidenceSpread:
+    """Confidences on a 0-100 scale: their distribution and the accuracy of the answers in each bin."""
+
+    n: int
+    median: float
+    q1: float  # 25th percentile
+    q3: float  # 75th percentile
+    low: float
+    high: float
+    bins: tuple[Bin, ...]
+
+
+def bin_label(b: Bin) -> str:
+    """A bin's label on integer confidences: "50–79" for [50, 80); the last bin, which includes its top, "90–100"."""
+    top = b.high if b.high == STUDY_EDGES[-1] else b.high - 1
+    return f"{b.low:g}–{top:g}"
+
+
+def confidence_spread(
+    confidences: Sequence[float], correct: Sequence[bool], edges: Sequence[float] = STUDY_EDGES
+) -> ConfidenceSpread:
+    """Median, quartiles (``numpy.percentile``, linear interpolation) and range of 0-100 confidences, and
+    accuracy per bin (``reliability`` with ``edges``; default the stopping study's bins plus 0-49)."""
+    conf = np.asarray(confidences, dtype=float)
+    if conf.size == 0:
+        nan = math.nan
+        return ConfidenceSpread(0, nan, nan, nan, nan, nan, tuple(reliability([], [], edges)))
+    q1, median, q3 = (float(x) for x in np.percentile(conf, [25, 50, 75]))
+    return ConfidenceSpread(
+        n=int(conf.size),
+        median=median,
+        q1=q1,
+        q3=q3,
+        low=float(conf.min()),
+        high=float(conf.max()),
+        bins=tuple(reliability(conf.tolist(), correct, edges)),
     )

@@ -57,9 +57,11 @@ def report(
     seed: Seed = 0,
     resamples: Resamples = 10_000,
 ) -> None:
-    """Accuracy with Wilson intervals, paired tests, rounds, transitions, oracles and calibration of a run.
+    """Accuracy with intervals, paired tests, rounds, transitions, oracles, task metrics and calibration of a run.
 
-    Prints the tables and writes one self-contained HTML file: tables, plots, every debate's transcript.
+    The question is the unit: repeated seeds are combined per question (per-seed figures and mean ± std
+    over seeds are shown beside). Prints the tables and writes one self-contained HTML file: tables,
+    plots, every debate's transcript.
     """
     from moot.analysis.render import print_report, report_markdown
     from moot.analysis.report import build_report
@@ -99,7 +101,8 @@ def compare(
 ) -> None:
     """The paired comparison of two conditions on the questions both answered.
 
-    Exact McNemar test, matched odds ratio, bootstrap interval of the difference; sign test of rounds used.
+    Exact McNemar test (a sign test on questions with repeated seeds), matched odds ratio, bootstrap
+    interval of the difference; a task metric's paired tests; sign test of rounds used.
     """
     from moot.analysis.render import print_comparison
     from moot.analysis.report import compare_conditions

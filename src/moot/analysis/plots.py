@@ -37,36 +37,45 @@ def _png(figure: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _entries(report: Report) -> list[tuple[str, ConditionReport]]:
-    """(label, condition) over every task; labels carry the task when there are several."""
+def _entries(report: Report, accuracy: bool = False) -> list[tuple[str, ConditionReport]]:
+    """(label, condition) over every task; labels carry the task when there are several. ``accuracy``: only
+    the tasks scored by accuracy (not a task scored only by its own metric, such as biographies)."""
     several = len(report.tasks) > 1
-    return [(f"{t.task}/{c.name}" if several else c.name, c) for t in report.tasks for c in t.conditions]
+    return [
+        (f"{t.task}/{c.name}" if several else c.name, c)
+        for t in report.tasks
+        if t.accuracy_applies or not accuracy
+        for c in t.conditions
+    ]
 
 
 def _error(condition: ConditionReport) -> tuple[float, float]:
-    """The Wilson interval as distances below and above the estimate (the error bars)."""
+    """The accuracy interval (Wilson; with repeated seeds the cluster bootstrap over questions) as distances
+    below and above the estimate (the error bars)."""
     a = condition.accuracy
     return a.estimate - a.low, a.high - a.estimate
 
 
 def accuracy_plot(report: Report) -> Plot:
     figure, ax = _figure()
-    entries = _entries(report)
+    entries = _entries(report, accuracy=True)
     xs = list(range(len(entries)))
-    ys = [c.accuracy.estimate for _, c in entries]
-    low, high = zip(*(_error(c) for _, c in entries))
-    ax.errorbar(xs, ys, yerr=[list(low), list(high)], fmt="o", capsize=5, color="#1f5f8b")
+    if entries:
+        ys = [c.accuracy.estimate for _, c in entries]
+        low, high = zip(*(_error(c) for _, c in entries))
+        ax.errorbar(xs, ys, yerr=[list(low), list(high)], fmt="o", capsize=5, color="#1f5f8b")
     ax.set_xticks(xs, [label for label, _ in entries], rotation=20 if len(entries) > 4 else 0)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title("Accuracy with 95% Wilson intervals")
+    repeated = any(t.repeated for t in report.tasks)
+    ax.set_title("Accuracy with 95% intervals over questions" if repeated else "Accuracy with 95% Wilson intervals")
     return Plot("accuracy", "Accuracy per condition", _png(figure))
 
 
 def by_round_plot(report: Report) -> Plot:
     figure, ax = _figure()
-    for label, c in _entries(report):
+    for label, c in _entries(report, accuracy=True):
         rounds = [r for r, n, _ in c.accuracy_by_round if n]
         acc = [k / n for _, n, k in c.accuracy_by_round if n]
         ax.plot(rounds, acc, marker="o", label=label)
@@ -121,7 +130,7 @@ def reliability_plot(report: Report) -> Plot | None:
 
 def cost_plot(report: Report) -> Plot:
     figure, ax = _figure()
-    entries = _entries(report)
+    entries = _entries(report, accuracy=True)
     priced = all(c.usage.cost is not None for _, c in entries) and any(c.usage.cost for _, c in entries)
     for label, c in entries:
         n = max(1, c.accuracy.n)

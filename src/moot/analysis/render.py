@@ -21,7 +21,11 @@ def header_lines(report: Report) -> list[str]:
 
 def rich_table(table: Table) -> RichTable:
     out = RichTable(
-        title=escape(table.title), title_justify="left", caption=escape(table.note) or None, caption_justify="left"
+        title=escape(table.title),
+        title_justify="left",
+        caption=escape(table.note) or None,
+        caption_justify="left",
+        min_width=len(table.title),  # a narrow table keeps its title on one line
     )
     for column, numeric in zip(table.columns, numeric_columns(table)):
         out.add_column(escape(column), justify="right" if numeric else "left", overflow="fold")

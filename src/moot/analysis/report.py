@@ -1,20 +1,26 @@
 """A run's report, read from its store: per task and condition, every figure the tables and plots show.
 
 ``build_report`` reads results, turns, calls, questions, conditions, meta and sessions. It uses
-what the store holds: calibration appears once turns (or judges) carry confidences, and the
-retention and efficiency figures once debate rounds record which replies were forwarded.
+what the store holds: calibration appears once turns (or judges) carry confidences, the
+retention and efficiency figures once debate rounds record which replies were forwarded, and
+a task metric's figures once results carry the task's own score.
+
+The question (task, question id) is the statistical unit; seeds repeat it. Accuracy intervals,
+paired tests, Cochran's Q and round differences combine each question's seeds first (see
+``moot.analysis.stats``); descriptive counts (rounds, transitions, oracles, diversity,
+calibration) are counted over question x seed results, and the tables say so.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from moot.analysis import stats
-from moot.analysis.calibration import Calibration, calibrate, to_probabilities
+from moot.analysis.calibration import Calibration, ConfidenceSpread, calibrate, confidence_spread, to_probabilities
 from moot.analysis.formatting import percent
 from moot.analysis.transitions import (
     AgentChanges,
@@ -28,7 +34,7 @@ from moot.analysis.transitions import (
     oracle,
     round_to_round,
 )
-from moot.debate.records import JudgeVerdict, PoolRecord, RetentionRecord, Turn
+from moot.debate.records import TRUNCATED, JudgeVerdict, PoolRecord, RetentionRecord, Turn
 from moot.errors import MootError
 from moot.runner.config import ResolvedCondition
 from moot.runner.records import StoredResult
@@ -37,6 +43,7 @@ from moot.runner.summary import Usage, usage
 from moot.tasks.base import ParseStatus
 
 UnitKey = tuple[str, str, int]  # task, question id, seed
+QuestionKey = tuple[str, str]  # task, question id: the statistical unit
 JUDGE_SCALE = 100.0  # judges and moderators state confidence on 0-100
 
 
@@ -62,6 +69,11 @@ class TurnView:
     nll: float | None = None  # uncertainty of the reply from its log-probabilities, where they were asked
     anll: float | None = None
     perplexity: float | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Cut off by the token limit (finish reason "length")."""
+        return self.finish_reason == TRUNCATED
 
 
 @dataclass(frozen=True)
@@ -96,10 +108,16 @@ class Transcript:
     stop_reason: str
     error: str | None
     final_judge: JudgeVerdict | None = None  # a separate final judge's verdict, where the protocol has one
+    metric: float | None = None  # the task's own score (None: none, or the task could not score it)
+    scored: bool = False  # the task's metric was computed for this result (its value may still be None)
 
     @property
     def key(self) -> UnitKey:
         return (self.task, self.question_id, self.seed)
+
+    @property
+    def question(self) -> QuestionKey:
+        return (self.task, self.question_id)
 
     def trajectory(self) -> Trajectory:
         agents = tuple(t.agent for t in self.rounds[0].turns) if self.rounds else ()
@@ -169,6 +187,59 @@ class Efficiency:
 
 
 @dataclass(frozen=True)
+class ReplyCounts:
+    """The agents' replies of a condition (every round, every question): how many could not be read
+    (unparsed), were cut off by the token limit (finish reason "length"), or lack a stated confidence
+    where the protocol asks for one (None where it does not ask)."""
+
+    replies: int
+    unparsed: int
+    truncated: int
+    confidence_missing: int | None
+
+    @property
+    def confidence_text(self) -> str:
+        """E.g. "confidence missing in 3 of 40 replies" ("" where confidence is not asked)."""
+        if self.confidence_missing is None:
+            return ""
+        return f"confidence missing in {self.confidence_missing} of {self.replies} replies"
+
+
+def reply_counts(turns: Iterable[TurnView], confidence_asked: bool) -> ReplyCounts:
+    """Count the agents' replies ``turns``: unparsed, truncated and (where asked) missing a confidence."""
+    listed = list(turns)
+    return ReplyCounts(
+        replies=len(listed),
+        unparsed=sum(not t.parsed for t in listed),
+        truncated=sum(t.truncated for t in listed),
+        confidence_missing=sum(t.confidence is None for t in listed) if confidence_asked else None,
+    )
+
+
+@dataclass(frozen=True)
+class BestRound:
+    """DAR's way of reporting a debate, per seed and as mean ± std over seeds: the final accuracy, and the
+    majority-vote accuracy of each debate round r >= 1 with the best of them.
+
+    A question that stopped before round r keeps its last round's vote; an errored one counts wrong.
+    ``best_round`` maximises the mean over seeds (the earliest on ties), one round for every seed. Picking
+    the best round after seeing the results is an optimistic selection, not a held-out estimate.
+    """
+
+    final: stats.SeedSpread
+    by_round: tuple[tuple[int, stats.SeedSpread], ...]
+    best_round: int
+
+    @property
+    def best(self) -> stats.SeedSpread:
+        return dict(self.by_round)[self.best_round]
+
+    @property
+    def debate_rounds(self) -> int:
+        return len(self.by_round)
+
+
+@dataclass(frozen=True)
 class ConditionReport:
     name: str
     protocol: str
@@ -191,6 +262,12 @@ class ConditionReport:
     calibration: Calibration | None  # agents' stated confidences
     judge_calibration: Calibration | None  # a judge's confidence in its answer after each round
     efficiency: Efficiency | None = None  # None when no round records retention
+    questions: int = 0  # distinct questions (accuracy.n counts question x seed results)
+    seed_accuracy: stats.SeedSpread | None = None  # accuracy per seed, mean ± std over seeds
+    best_round: BestRound | None = None  # peer-style debates with a debate round: DAR's reporting
+    judge_confidence: ConfidenceSpread | None = None  # judges' and moderators' 0-100 confidence, study bins
+    metric: stats.MetricSummary | None = None  # the task's own score, where its results carry one
+    replies: ReplyCounts | None = None  # the agents' replies: unparsed, truncated, confidence missing
 
 
 @dataclass(frozen=True)
@@ -200,6 +277,20 @@ class PairReport:
     accuracy: stats.PairedComparison
     holm_p: float | None  # with three or more conditions: McNemar p adjusted over all pairs of the task
     rounds: stats.RoundDifference
+    metric: stats.MetricComparison | None = None  # the task's own score, where its results carry one
+    metric_name: str | None = None  # the task card's description of its metric
+    accuracy_applies: bool = True  # False for a task scored only by its metric (biographies)
+    questions: int = 0  # questions both answered
+    seeds: int = 1  # distinct seeds among them
+
+    @property
+    def unit(self) -> str:
+        return unit_text(self.questions, self.seeds)
+
+
+def unit_text(questions: int, seeds: int) -> str:
+    """The statistical unit in words: "n = 6 questions x 3 seeds"."""
+    return f"n = {questions} question{'s' if questions != 1 else ''} x {seeds} seed{'s' if seeds != 1 else ''}"
 
 
 @dataclass(frozen=True)
@@ -209,6 +300,24 @@ class TaskReport:
     conditions: tuple[ConditionReport, ...]
     pairs: tuple[PairReport, ...]
     cochran: stats.CochranQ | None
+    questions: int = 0  # distinct questions with a result under some condition: the unit
+    seeds: tuple[int, ...] = ()  # distinct seeds
+    metric_name: str | None = None  # the task card's description of its metric, where results carry one
+    accuracy_applies: bool = True  # False for a task scored only by its metric (biographies)
+
+    @property
+    def repeated(self) -> bool:
+        """Some question has results for more than one seed: statistics combine them per question."""
+        return self.units > self.questions
+
+    @property
+    def unit(self) -> str:
+        return unit_text(self.questions, len(self.seeds))
+
+    @property
+    def scored(self) -> bool:
+        """The task's results carry its own metric."""
+        return any(c.metric is not None for c in self.conditions)
 
 
 @dataclass(frozen=True)
@@ -346,6 +455,8 @@ def transcript(stored: StoredResult, condition: ResolvedCondition | None) -> Tra
         stop_reason=result.stop_reason,
         error=result.error,
         final_judge=result.final_judge,
+        metric=_number(stored.metric),
+        scored=stored.metric is not None or stored.metric_detail is not None,
     )
 
 
@@ -357,8 +468,9 @@ def read_transcripts(store: RunStore) -> list[Transcript]:
 
 def _calibration(
     transcripts: list[Transcript], agent_scale: float | None
-) -> tuple[Calibration | None, Calibration | None]:
-    """Agents' stated confidences (on their protocol's 0..scale) and judges' (0-100) against correctness."""
+) -> tuple[Calibration | None, Calibration | None, ConfidenceSpread | None]:
+    """Agents' stated confidences (on their protocol's 0..scale) and judges' (0-100) against correctness;
+    the judges' and moderators' confidences also in the stopping study's bins, with median and IQR."""
     agent_conf: list[float] = []
     agent_right: list[bool] = []
     judge_conf: list[float] = []
@@ -374,7 +486,8 @@ def _calibration(
                 judge_right.append(_judge_correct(r.judge, r.turns, t.gold))
     agents = calibrate(to_probabilities(agent_conf, agent_scale), agent_right) if agent_conf else None
     judge = calibrate(to_probabilities(judge_conf, JUDGE_SCALE), judge_right) if judge_conf else None
-    return agents, judge
+    spread = confidence_spread(judge_conf, judge_right) if judge_conf else None
+    return agents, judge, spread
 
 
 def _mean(values: list[float]) -> float | None:
@@ -415,13 +528,65 @@ def _efficiency(condition: ResolvedCondition | None, transcripts: list[Transcrip
     )
 
 
+def _by_question(transcripts: Iterable[Transcript]) -> dict[QuestionKey, dict[int, Transcript]]:
+    """Results grouped by question (in first-seen order), each question's by seed."""
+    out: dict[QuestionKey, dict[int, Transcript]] = {}
+    for t in transcripts:
+        out.setdefault(t.question, {})[t.seed] = t
+    return out
+
+
+def _correct(groups: Mapping[QuestionKey, Mapping[int, Transcript]]) -> list[dict[int, bool]]:
+    return [{s: t.correct for s, t in g.items()} for g in groups.values()]
+
+
+def _metrics(groups: Mapping[QuestionKey, Mapping[int, Transcript]]) -> list[dict[int, float | None]]:
+    """Each question's metric values by seed, over the results the task scored."""
+    return [{s: t.metric for s, t in g.items() if t.scored} for g in groups.values()]
+
+
+def peer_style(condition: ResolvedCondition | None) -> bool:
+    """Agents that answer together and vote each round (the peer schedule, two or more agents, the final
+    answer their vote, not a judge's) with at least one debate round: DAR's kind of debate."""
+    if condition is None:
+        return False
+    p = condition.protocol
+    return p.style.kind == "peers" and p.agents >= 2 and not p.judged and p.rounds >= 2
+
+
+def best_round_report(transcripts: list[Transcript]) -> BestRound | None:
+    """The final and per-round majority-vote accuracy per seed and over seeds, and the best debate round.
+    None without a debate round."""
+    last = max((len(t.rounds) for t in transcripts), default=0)
+    if last < 2:
+        return None
+    final: dict[int, list[float]] = defaultdict(list)
+    rounds: dict[int, dict[int, list[float]]] = {r: defaultdict(list) for r in range(1, last)}
+    for t in transcripts:
+        final[t.seed].append(float(t.correct))
+        for r in range(1, last):
+            if t.status == "error" or not t.rounds:
+                right = False
+            else:
+                right = t.rounds[min(r, len(t.rounds) - 1)].winner_correct
+            rounds[r][t.seed].append(float(right))
+    spreads = tuple((r, stats.seed_spread(by_seed)) for r, by_seed in rounds.items())
+    best = max(spreads, key=lambda x: (x[1].mean, -x[0]))[0]
+    return BestRound(stats.seed_spread(final), spreads, best)
+
+
 def _condition_report(
-    name: str, condition: ResolvedCondition | None, transcripts: list[Transcript], usage: Usage
+    name: str,
+    condition: ResolvedCondition | None,
+    transcripts: list[Transcript],
+    usage: Usage,
+    seed: int = 0,
+    resamples: int = stats.DEFAULT_RESAMPLES,
 ) -> ConditionReport:
     # debate dynamics leave out questions that ended with an error (counted apart, scored wrong)
     trajectories = [t.trajectory() for t in transcripts if t.status != "error"]
     n = len(transcripts)
-    right = sum(t.correct for t in transcripts)
+    groups = _by_question(transcripts)
     by_rounds: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for t in transcripts:
         by_rounds[t.rounds_used][0] += 1
@@ -433,12 +598,16 @@ def _condition_report(
             by_round[r.index][1] += r.system_correct
     ftf, ftf_total = first_to_final(trajectories)
     scale = condition.protocol.stated_confidence_scale if condition is not None else None
-    agents_cal, judge_cal = _calibration(transcripts, float(scale) if scale else None)
+    agents_cal, judge_cal, judge_spread = _calibration(transcripts, float(scale) if scale else None)
+    per_seed: dict[int, list[float]] = defaultdict(list)
+    for t in transcripts:
+        per_seed[t.seed].append(float(t.correct))
+    scored = any(t.scored for t in transcripts)
     return ConditionReport(
         name=name,
         protocol=condition.protocol.name if condition is not None else "",
         agents=len(condition.agents) if condition is not None else 0,
-        accuracy=stats.wilson(right, n),
+        accuracy=stats.question_accuracy(_correct(groups), seed, resamples),
         unparsed=sum(t.status == "unparsed" for t in transcripts),
         abstained=sum(t.status == "abstained" for t in transcripts),
         errors=sum(t.status == "error" for t in transcripts),
@@ -456,6 +625,15 @@ def _condition_report(
         calibration=agents_cal,
         judge_calibration=judge_cal,
         efficiency=_efficiency(condition, transcripts),
+        questions=len(groups),
+        seed_accuracy=stats.seed_spread(per_seed),
+        best_round=best_round_report(transcripts) if peer_style(condition) else None,
+        judge_confidence=judge_spread,
+        metric=stats.metric_summary(_metrics(groups), seed, resamples) if scored else None,
+        replies=reply_counts(
+            (turn for t in transcripts for r in t.rounds for turn in r.turns),
+            condition is not None and condition.protocol.confidence is not None,
+        ),
     )
 
 
@@ -465,18 +643,53 @@ def pair_report(
     results: dict[str, dict[UnitKey, Transcript]],
     seed: int = 0,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    metric_name: str | None = None,
+    accuracy_applies: bool = True,
 ) -> PairReport:
-    """Compare conditions A and B on the questions (and seeds) both answered."""
-    common = [k for k in results[a] if k in results[b]]
-    ra = [results[a][k] for k in common]
-    rb = [results[b][k] for k in common]
+    """Compare conditions A and B on the questions both answered, the question as the unit: a question's
+    seeds that both ran pair up and are combined per question (``stats.compare_repeats``); with one seed
+    these are the exact McNemar test, matched odds ratio and paired bootstrap on questions."""
+    ga, gb = _by_question(results[a].values()), _by_question(results[b].values())
+    common = [q for q in ga if q in gb]
+    ca = {q: ga[q] for q in common}
+    cb = {q: gb[q] for q in common}
+    scored = any(t.scored for g in (*ca.values(), *cb.values()) for t in g.values())
+    seeds = {s for q in common for s in ca[q] if s in cb[q]}
     return PairReport(
         a=a,
         b=b,
-        accuracy=stats.compare_paired([t.correct for t in ra], [t.correct for t in rb], seed, resamples),
+        accuracy=stats.compare_repeats(_correct(ca), _correct(cb), seed, resamples),
         holm_p=None,
-        rounds=stats.compare_rounds([t.rounds_used for t in ra], [t.rounds_used for t in rb], seed, resamples),
+        rounds=stats.compare_rounds_repeats(
+            [{s: t.rounds_used for s, t in g.items()} for g in ca.values()],
+            [{s: t.rounds_used for s, t in g.items()} for g in cb.values()],
+            seed,
+            resamples,
+        ),
+        metric=stats.compare_metric(_metrics(ca), _metrics(cb), seed, resamples) if scored else None,
+        metric_name=metric_name if scored else None,
+        accuracy_applies=accuracy_applies,
+        questions=sum(any(s in cb[q] for s in ca[q]) for q in common),
+        seeds=len(seeds),
     )
+
+
+def task_metric(task: str) -> tuple[str | None, bool]:
+    """The task card's description of its metric (None when the task is unknown here) and whether accuracy
+    applies: it does unless the description is known and does not mention it (biographies: fact precision)."""
+    from moot.tasks import get_task
+
+    try:
+        instance = get_task(task)
+    except MootError:
+        return None, True
+    description = getattr(instance, "metric_description", None)
+    if not isinstance(description, str):
+        try:
+            description = instance.card().metric
+        except MootError:
+            return None, True
+    return description, "accuracy" in description.lower()
 
 
 def _task_report(
@@ -493,18 +706,38 @@ def _task_report(
         results[t.condition][t.key] = t
     present = [n for n in names if results[n]]
     reports = tuple(
-        _condition_report(n, conditions.get(n), list(results[n].values()), usage.get((n, task), Usage(cost=None)))
+        _condition_report(
+            n, conditions.get(n), list(results[n].values()), usage.get((n, task), Usage(cost=None)), seed, resamples
+        )
         for n in present
     )
-    pairs = [pair_report(a, b, results, seed, resamples) for i, a in enumerate(present) for b in present[i + 1 :]]
+    scored = any(c.metric is not None for c in reports)
+    metric_name, accuracy_applies = task_metric(task) if scored else (None, True)
+    pairs = [
+        pair_report(a, b, results, seed, resamples, metric_name, accuracy_applies)
+        for i, a in enumerate(present)
+        for b in present[i + 1 :]
+    ]
     cochran = None
     if len(present) >= 3:
         adjusted = stats.holm([p.accuracy.mcnemar_p for p in pairs])
-        pairs = [PairReport(p.a, p.b, p.accuracy, h, p.rounds) for p, h in zip(pairs, adjusted)]
-        common = [k for k in results[present[0]] if all(k in results[n] for n in present)]
-        cochran = stats.cochran_q([[results[n][k].correct for n in present] for k in common])
-    units = len({t.key for t in transcripts})
-    return TaskReport(task, units, reports, tuple(pairs), cochran)
+        pairs = [replace(p, holm_p=h) for p, h in zip(pairs, adjusted)]
+        groups = {n: _by_question(results[n].values()) for n in present}
+        common = [q for q in groups[present[0]] if all(q in groups[n] for n in present)]
+        cochran = stats.cochran_q_repeats(
+            [[{s: t.correct for s, t in groups[n][q].items()} for n in present] for q in common]
+        )
+    return TaskReport(
+        task,
+        len({t.key for t in transcripts}),
+        reports,
+        tuple(pairs),
+        cochran,
+        questions=len({t.question for t in transcripts}),
+        seeds=tuple(sorted({t.seed for t in transcripts})),
+        metric_name=metric_name,
+        accuracy_applies=accuracy_applies,
+    )
 
 
 def _open(run: RunStore | Path | str) -> tuple[RunStore, bool]:
@@ -573,7 +806,9 @@ def compare_conditions(
             for t in transcripts:
                 if t.task == name:
                     results[t.condition][t.key] = t
-            out.append((name, pair_report(a, b, results, seed, resamples)))
+            scored = any(t.scored for r in results.values() for t in r.values())
+            metric_name, accuracy_applies = task_metric(name) if scored else (None, True)
+            out.append((name, pair_report(a, b, results, seed, resamples, metric_name, accuracy_applies)))
         if not out or all(p.accuracy.n == 0 for _, p in out):
             raise AnalysisError(f"conditions {a!r} and {b!r} share no answered question in {store.path}")
         return out

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from moot.analysis.calibration import Calibration
+from moot.analysis.calibration import Calibration, bin_label
 from moot.analysis.formatting import DASH, fixed, interval, p_value, percent
 from moot.analysis.report import ConditionReport, PairReport, Report, TaskReport
+from moot.analysis.stats import SeedSpread
 from moot.analysis.transitions import Transitions
 
 
@@ -20,7 +21,7 @@ class Table:
     note: str = ""
 
 
-_NUMERIC = re.compile(r"^[\s\d.,+\-<>\[\]$/=%∞—()s]*$")
+_NUMERIC = re.compile(r"^[\s\d.,+\-<>\[\]$/=%∞—()s±x]*$")
 
 
 def numeric_columns(table: Table) -> list[bool]:
@@ -53,6 +54,31 @@ def _ratio(k: int, n: int) -> str:
     return f"{k}/{n} = {fixed(k / n)}" if n else DASH
 
 
+def spread_text(s: SeedSpread | None, digits: int = 3) -> str:
+    """Mean ± sample std over seeds ("0.667 ± 0.058"); the mean alone with one seed."""
+    if s is None or not s.per_seed:
+        return DASH
+    if s.seeds == 1:
+        return fixed(s.mean, digits)
+    return f"{fixed(s.mean, digits)} ± {fixed(s.std, digits)}"
+
+
+def per_seed_text(s: SeedSpread, counts: bool = True, digits: int = 3) -> str:
+    """Each seed's figure: "s0: 4/6 = 0.667; s1: 3/6 = 0.500" (``counts``), or "s0: 0.812; s1: 0.790"."""
+    if counts:
+        return "; ".join(f"s{v.seed}: {_ratio(round(v.total), v.n)}" for v in s.per_seed)
+    return "; ".join(f"s{v.seed}: {fixed(v.mean, digits)}" for v in s.per_seed)
+
+
+def counted_note(task: TaskReport) -> str:
+    """With repeated seeds, descriptive tables count question x seed results and say so."""
+    return f" Counted over question x seed results ({task.unit})." if task.repeated else ""
+
+
+def _with(note: str, extra: str) -> str:
+    return (note + extra).strip()
+
+
 def odds_ratio_text(p: PairReport) -> str:
     o = p.accuracy.odds_ratio
     return f"{fixed(o.estimate, 2)} {interval(o.low, o.high, 2)}"
@@ -64,16 +90,19 @@ def difference_text(mean: float, low: float, high: float, digits: int = 3) -> st
 
 def overview(task: TaskReport) -> Table:
     rows = []
+    scored = task.accuracy_applies
     for c in task.conditions:
         u = c.usage
+        seeds = c.seed_accuracy.seeds if c.seed_accuracy is not None else 1
+        n = f"{c.questions} x {seeds}" if task.repeated else str(c.accuracy.n)
         rows.append(
             (
                 c.name,
                 c.protocol,
-                str(c.accuracy.n),
-                str(c.accuracy.successes),
-                fixed(c.accuracy.estimate),
-                interval(c.accuracy.low, c.accuracy.high),
+                n,
+                str(c.accuracy.successes) if scored else DASH,
+                fixed(c.accuracy.estimate) if scored else DASH,
+                interval(c.accuracy.low, c.accuracy.high) if scored else DASH,
                 str(c.unparsed),
                 str(c.abstained),
                 str(c.errors),
@@ -85,6 +114,15 @@ def overview(task: TaskReport) -> Table:
                 f"{fixed(u.latency_s, 1)} s",
             )
         )
+    note = f"{task.unit}. "
+    if task.repeated:
+        note += (
+            "n is questions x seeds and right counts question x seed results; the accuracy is the mean over "
+            "questions of each question's accuracy over its seeds, and its interval a cluster percentile "
+            "bootstrap over questions (a question's seeds resampled together), never Wilson on questions x seeds. "
+        )
+    if not scored:
+        note += f"Task {task.task} is scored by its own metric ({task.metric_name}), not by accuracy. "
     return Table(
         "overview",
         "Accuracy and cost",
@@ -94,7 +132,7 @@ def overview(task: TaskReport) -> Table:
             "n",
             "right",
             "accuracy",
-            "95% Wilson CI",
+            "95% CI (questions)" if task.repeated else "95% Wilson CI",
             "unparsed",
             "abstained",
             "errors",
@@ -106,8 +144,97 @@ def overview(task: TaskReport) -> Table:
             "model time",
         ),
         tuple(rows),
-        "Unparsed, abstained and errored questions are scored wrong. Calls paid are the calls a condition made; "
-        "calls used include round-0 calls shared with other conditions and replays. Rounds count round 0.",
+        note + "Unparsed, abstained and errored questions are scored wrong. Calls paid are the calls a condition "
+        "made; calls used include round-0 calls shared with other conditions and replays. Rounds count round 0.",
+    )
+
+
+def seeds_table(task: TaskReport) -> Table:
+    """With repeated seeds: accuracy per seed, mean ± std over seeds, and the question-level estimate."""
+    rows = []
+    for c in task.conditions:
+        s = c.seed_accuracy
+        if s is None:
+            continue
+        rows.append(
+            (
+                c.name,
+                str(c.questions),
+                str(s.seeds),
+                per_seed_text(s),
+                spread_text(s),
+                fixed(c.accuracy.estimate),
+                interval(c.accuracy.low, c.accuracy.high),
+            )
+        )
+    return Table(
+        "seeds",
+        "Accuracy per seed and over seeds",
+        ("condition", "questions", "seeds", "per seed", "mean ± std over seeds", "accuracy (questions)", "95% CI"),
+        tuple(rows),
+        f"{task.unit}. Per seed: right answers of that seed's questions. Mean ± std: the per-seed accuracies' mean "
+        "and sample standard deviation (ddof = 1) over seeds, as DAR reports. Accuracy (questions): the mean over "
+        "questions of each question's accuracy over its seeds, with a cluster percentile bootstrap interval "
+        "(questions resampled with all their seeds).",
+    )
+
+
+def best_round_table(task: TaskReport) -> Table:
+    """DAR's reporting for peer-style debates: final and best-round accuracy, mean ± std over seeds."""
+    rows = []
+    for c in task.conditions:
+        b = c.best_round
+        if b is None:
+            continue
+        rows.append(
+            (
+                c.name,
+                str(b.final.seeds),
+                spread_text(b.final),
+                "; ".join(f"R{r}: {fixed(s.mean)}" for r, s in b.by_round),
+                str(b.best_round),
+                spread_text(b.best),
+                per_seed_text(b.best, counts=False),
+            )
+        )
+    return Table(
+        "best-round",
+        "DAR-style: best round, mean ± std over seeds",
+        (
+            "condition",
+            "seeds",
+            "final accuracy",
+            "majority-vote accuracy by debate round (mean over seeds)",
+            "best round",
+            "best-round accuracy",
+            "best round per seed",
+        ),
+        tuple(rows),
+        "Peer-style debates (agents voting each round) with a debate round. Each debate round r >= 1 is scored by "
+        "its majority vote (a question that stopped earlier keeps its last vote; an errored one counts wrong); the "
+        "best round maximises the mean over seeds, one round for every seed. Best-over-rounds, as DAR's paper "
+        "reports, is an optimistic selection made after seeing the results; the final accuracy is not selected. "
+        "± is the sample standard deviation over seeds (ddof = 1), shown with two or more seeds.",
+    )
+
+
+def replies_table(task: TaskReport) -> Table:
+    """The agents' replies per condition: unparsed, truncated by the token limit, confidence missing."""
+    rows = []
+    for c in task.conditions:
+        r = c.replies
+        if r is None:
+            continue
+        missing = DASH if r.confidence_missing is None else f"{r.confidence_missing:,} of {r.replies:,}"
+        rows.append((c.name, f"{r.replies:,}", f"{r.unparsed:,}", f"{r.truncated:,}", missing))
+    return Table(
+        "replies",
+        "Agents' replies: unparsed, truncated, confidence missing",
+        ("condition", "replies", "unparsed", "truncated", "confidence missing"),
+        tuple(rows),
+        "Replies of every agent in every round. Truncated: cut off by the token limit (finish reason "
+        '"length"); its answer may be incomplete. Confidence missing: no readable confidence where the '
+        "protocol asks for one (— where it does not); the confidence-weighted vote gives it weight 0.",
     )
 
 
@@ -131,6 +258,7 @@ def rounds_table(task: TaskReport) -> Table:
             "stop reasons",
         ),
         tuple(rows),
+        counted_note(task).strip(),
     )
 
 
@@ -144,17 +272,20 @@ def by_round_table(task: TaskReport) -> Table:
         "Accuracy of each round's answer",
         ("condition", "round", "questions reaching it", "right", "accuracy"),
         tuple(rows),
-        ROUND_ANSWER,
+        ROUND_ANSWER + counted_note(task),
     )
 
 
 def pairs_table(task: TaskReport) -> Table:
     holm = any(p.holm_p is not None for p in task.pairs)
-    columns = (
-        ("A", "B", "n", "A only", "B only", "McNemar p")
-        + (("Holm p",) if holm else ())
-        + ("matched OR (95% CI)", "accuracy A - B (95% CI)", "oracle A or B")
-    )
+    repeated = task.repeated
+    if repeated:
+        head: tuple[str, ...] = ("A", "B", "questions", "A better", "B better", "sign-test p")
+        ratio = "odds A better (95% CI)"
+    else:
+        head = ("A", "B", "n", "A only", "B only", "McNemar p")
+        ratio = "matched OR (95% CI)"
+    columns = head + (("Holm p",) if holm else ()) + (ratio, "accuracy A - B (95% CI)", "oracle A or B")
     rows = []
     for p in task.pairs:
         s = p.accuracy
@@ -163,23 +294,58 @@ def pairs_table(task: TaskReport) -> Table:
         row += (
             odds_ratio_text(p),
             difference_text(s.difference, s.difference_ci.low, s.difference_ci.high),
-            _ratio(s.oracle, s.n),
+            _ratio(s.oracle, s.oracle_n),
         )
         rows.append(row)
-    note = (
-        "A only and B only are discordant questions; exact two-sided McNemar test; the matched odds ratio is "
-        "A only / B only with an exact (Clopper-Pearson) interval; the accuracy difference has a paired percentile "
-        "bootstrap interval"
-    )
+    if repeated:
+        note = (
+            f"{task.unit}; the question is the unit. Per question, each condition's accuracy over the seeds both "
+            "ran; A better and B better count the questions on which A's or B's is higher (ties left out), tested "
+            "by the exact two-sided sign test (McNemar's test when each question has one seed); the odds ratio is "
+            "A better / B better with an exact (Clopper-Pearson) interval; the accuracy difference is the mean "
+            "over questions with a cluster percentile bootstrap interval (questions resampled with all their "
+            "seeds); the oracle counts question x seed results right under A or B. Each seed's own McNemar test "
+            "is in the next table"
+        )
+    else:
+        note = (
+            "A only and B only are discordant questions; exact two-sided McNemar test; the matched odds ratio is "
+            "A only / B only with an exact (Clopper-Pearson) interval; the accuracy difference has a paired "
+            "percentile bootstrap interval"
+        )
     if holm:
         note += "; Holm's adjustment runs over every pair of this task"
     if task.cochran is not None:
         q = task.cochran
-        note += (
-            f". Cochran's Q over all conditions: Q = {fixed(q.statistic, 2)}, df = {q.df}, "
-            f"p = {p_value(q.p)} (n = {q.n})"
-        )
+        if q.test == "Friedman":
+            note += (
+                f". Friedman's test over all conditions on each question's accuracy over its seeds (Cochran's Q "
+                f"with one seed): chi-square = {fixed(q.statistic, 2)}, df = {q.df}, p = {p_value(q.p)} "
+                f"(n = {q.n} questions)"
+            )
+        else:
+            note += (
+                f". Cochran's Q over all conditions: Q = {fixed(q.statistic, 2)}, df = {q.df}, "
+                f"p = {p_value(q.p)} (n = {q.n})"
+            )
     return Table("pairs", "Paired accuracy comparisons", columns, tuple(rows), note + ".")
+
+
+def seed_pairs_table(task: TaskReport) -> Table:
+    """With repeated seeds: each seed's exact McNemar test on its own questions."""
+    rows = tuple(
+        (p.a, p.b, str(t.seed), str(t.n), str(t.a_only), str(t.b_only), p_value(t.p))
+        for p in task.pairs
+        for t in p.accuracy.per_seed
+    )
+    return Table(
+        "pairs-by-seed",
+        "Paired accuracy comparisons per seed",
+        ("A", "B", "seed", "questions", "A only", "B only", "McNemar p"),
+        rows,
+        "Each seed on its own: discordant questions and the exact two-sided McNemar test. Shown per seed, not "
+        "combined (seeds repeat the same questions); the test on questions is in the table above.",
+    )
 
 
 def round_difference_table(task: TaskReport) -> Table:
@@ -199,12 +365,15 @@ def round_difference_table(task: TaskReport) -> Table:
                 p_value(d.sign.p),
             )
         )
+    note = "Exact two-sided sign test, ties excluded; percentile bootstrap interval of the mean difference."
+    if task.repeated:
+        note = f"{task.unit}; n counts questions: each question's rounds are its mean over the seeds both ran. " + note
     return Table(
         "round-differences",
         "Paired differences in rounds used (B - A)",
         ("A", "B", "n", "B fewer", "tied", "B more", "mean diff. (95% CI)", "median", "sign-test p"),
         tuple(rows),
-        "Exact two-sided sign test, ties excluded; percentile bootstrap interval of the mean difference.",
+        note,
     )
 
 
@@ -224,7 +393,7 @@ def transitions_table(task: TaskReport) -> Table:
         ("condition", "rounds used", "n", "R→R", "W→R", "R→W", "W→W", "answer changed"),
         tuple(rows),
         "R right, W wrong: round 0's answer, then the final answer. " + ROUND_ANSWER + " Questions that ended "
-        "with an error are left out of this and the following tables.",
+        "with an error are left out of this and the following tables." + counted_note(task),
     )
 
 
@@ -238,6 +407,7 @@ def steps_table(task: TaskReport) -> Table:
         "Round-to-round transitions of each round's answer",
         ("condition", "rounds", "n", "R→R", "W→R", "R→W", "W→W", "answer changed"),
         tuple(rows),
+        counted_note(task).strip(),
     )
 
 
@@ -260,7 +430,8 @@ def oracle_table(task: TaskReport) -> Table:
         "Oracle accuracy and recovery gap",
         ("condition", "n", "final", "any round's answer right", "any agent in any round right", "recovery gap"),
         tuple(rows),
-        "The recovery gap counts questions on which some agent gave the right answer but the final answer is wrong.",
+        "The recovery gap counts questions on which some agent gave the right answer but the final answer is wrong."
+        + counted_note(task),
     )
 
 
@@ -276,6 +447,7 @@ def agents_table(task: TaskReport) -> Table:
         "Per-agent answer changes between consecutive rounds",
         ("condition", "agent", "round pairs", "changed answer", "wrong→right", "right→wrong"),
         tuple(rows),
+        counted_note(task).strip(),
     )
 
 
@@ -304,7 +476,7 @@ def diversity_table(task: TaskReport) -> Table | None:
         "Round-0 diversity and Pass@N",
         ("condition", "n", "agents N", "distinct answers", "unanimous", "round-0 answer right", "Pass@1", "Pass@N"),
         tuple(rows),
-        "Pass@k is the unbiased estimator over the N round-0 answers of each question.",
+        "Pass@k is the unbiased estimator over the N round-0 answers of each question." + counted_note(task),
     )
 
 
@@ -365,7 +537,124 @@ def efficiency_table(task: TaskReport) -> Table | None:
         "would give in the protocol's topology. A fallback is a filter selection that was invalid or empty, "
         "so every reply was kept. Filter calls and their tokens are also counted in the overview's calls. "
         "Kept diversity is the mean over rounds of the kept replies' mean pairwise diversity; ANLL and "
-        "perplexity are averaged over the turns that record them (log-probabilities asked). " + comparisons + ".",
+        "perplexity are averaged over the turns that record them (log-probabilities asked). "
+        + comparisons
+        + "."
+        + counted_note(task),
+    )
+
+
+def metric_table(task: TaskReport) -> Table:
+    """A task's own metric per condition: mean over questions with a question-level bootstrap interval."""
+    rows = []
+    for c in task.conditions:
+        m = c.metric
+        if m is None:
+            continue
+        rows.append(
+            (
+                c.name,
+                str(m.questions),
+                str(m.results),
+                str(m.missing),
+                fixed(m.mean),
+                interval(m.ci.low, m.ci.high),
+                per_seed_text(m.seeds, counts=False) if task.repeated else DASH,
+                spread_text(m.seeds) if task.repeated else DASH,
+            )
+        )
+    name = task.metric_name or "the task's own score"
+    return Table(
+        "metric",
+        f"Task metric: {name}",
+        ("condition", "questions", "results scored", "no value", "mean", "95% CI", "per seed", "mean ± std over seeds"),
+        tuple(rows),
+        f"{task.unit}. The task's own score of each result ({name}). Results whose value is None (the task could "
+        "not score them) are left out and counted under no value. A question's value is its mean over its seeds; "
+        "the mean is over questions, with a percentile bootstrap interval resampling questions (all their seeds "
+        "together). Per seed: the mean over that seed's questions; ± is the sample standard deviation over seeds "
+        "(ddof = 1).",
+    )
+
+
+def metric_pairs_table(task: TaskReport) -> Table:
+    """Paired comparisons of a task's own metric: bootstrap interval of the mean difference, sign and Wilcoxon tests."""
+    rows = []
+    for p in task.pairs:
+        m = p.metric
+        if m is None:
+            continue
+        rows.append(
+            (
+                p.a,
+                p.b,
+                str(m.n),
+                str(m.a_higher),
+                str(m.tied),
+                str(m.b_higher),
+                p_value(m.sign_p),
+                p_value(m.wilcoxon_p),
+                difference_text(m.difference, m.ci.low, m.ci.high),
+                str(m.missing),
+            )
+        )
+    return Table(
+        "metric-pairs",
+        "Paired task-metric comparisons",
+        (
+            "A",
+            "B",
+            "questions",
+            "A higher",
+            "tied",
+            "B higher",
+            "sign-test p",
+            "Wilcoxon p",
+            "mean A - B (95% CI)",
+            "pairs without value",
+        ),
+        tuple(rows),
+        METRIC_PAIRS_NOTE.format(unit=task.unit, name=task.metric_name or "see the task card"),
+    )
+
+
+METRIC_PAIRS_NOTE = (
+    "{unit}; the question is the unit. Per question, d = A - B over the seeds where both have a value (averaged "
+    "over those seeds); pairs where either value is None are left out and counted. Exact two-sided sign test on "
+    "the questions' d (ties excluded); Wilcoxon signed-rank test (scipy, zero differences dropped); the mean "
+    "difference has a paired percentile bootstrap interval over questions. Which direction is better is the "
+    "task's: {name}."
+)
+
+
+def judge_confidence_table(task: TaskReport) -> Table:
+    """Judges' and moderators' 0-100 confidences: median, IQR, range and accuracy in the stopping study's bins."""
+    rows = []
+    columns: tuple[str, ...] = ()
+    for c in task.conditions:
+        k = c.judge_confidence
+        if k is None:
+            continue
+        columns = tuple(bin_label(b) for b in k.bins)
+        rows.append(
+            (
+                c.name,
+                str(k.n),
+                fixed(k.median, 1),
+                f"{fixed(k.q1, 1)}–{fixed(k.q3, 1)}",
+                f"{fixed(k.low, 1)}–{fixed(k.high, 1)}",
+                *(_ratio(b.correct, b.n) for b in k.bins),
+            )
+        )
+    return Table(
+        "judge-confidence",
+        "Judge and moderator confidence: accuracy by confidence bin",
+        ("condition", "verdicts", "median", "IQR", "range", *(f"accuracy, {c}" for c in columns)),
+        tuple(rows),
+        "The confidence (0-100) a judge or moderator gave with its answer after each round, as in the stopping "
+        "study's Table 7: bins 50-79, 80-89 and 90-100, and 0-49 below them so that none is dropped (a bin holds "
+        "[low, next low), the last includes 100); accuracy k/n of the verdicts in each bin; IQR from the 25th to "
+        "the 75th percentile (linear interpolation)." + counted_note(task),
     )
 
 
@@ -409,13 +698,13 @@ def calibration_tables(task: TaskReport) -> list[Table]:
         for b in k.bins
         if b.n
     )
-    return [
+    tables = [
         Table(
             "calibration",
             "Calibration of stated confidence",
             ("condition", "source", "answers", "mean confidence", "accuracy", "Brier", "ECE", "AUROC"),
             summary,
-            "ECE over 10 equal-width bins; AUROC of confidence as a score for being right.",
+            "ECE over 10 equal-width bins; AUROC of confidence as a score for being right." + counted_note(task),
         ),
         Table(
             "reliability",
@@ -424,17 +713,40 @@ def calibration_tables(task: TaskReport) -> list[Table]:
             bins,
         ),
     ]
+    if any(c.judge_confidence is not None for c in task.conditions):
+        tables.append(judge_confidence_table(task))
+    return tables
+
+
+def show_best_round(task: TaskReport) -> bool:
+    """The DAR-style table adds to the overview once a peer-style debate has two or more debate rounds (a
+    best round to choose) or the run has several seeds (a spread over seeds)."""
+    found = [c.best_round for c in task.conditions if c.best_round is not None]
+    return bool(found) and (task.repeated or any(b.debate_rounds >= 2 for b in found))
 
 
 def sections(report: Report) -> list[Section]:
     """Every table of the report, grouped by task."""
     out = []
     for task in report.tasks:
-        tables = [overview(task), rounds_table(task), by_round_table(task)]
+        tables = [overview(task)]
+        if task.repeated and task.accuracy_applies:
+            tables.append(seeds_table(task))
+        if task.accuracy_applies and show_best_round(task):
+            tables.append(best_round_table(task))
+        if task.scored:
+            tables.append(metric_table(task))
+        tables += [replies_table(task), rounds_table(task), by_round_table(task)]
         if (e := efficiency_table(task)) is not None:
             tables.append(e)
+        if task.pairs and task.scored:
+            tables.append(metric_pairs_table(task))
+        if task.pairs and task.accuracy_applies:
+            tables.append(pairs_table(task))
+            if task.repeated:
+                tables.append(seed_pairs_table(task))
         if task.pairs:
-            tables += [pairs_table(task), round_difference_table(task)]
+            tables.append(round_difference_table(task))
         tables += [transitions_table(task), steps_table(task), oracle_table(task), agents_table(task)]
         if (d := diversity_table(task)) is not None:
             tables.append(d)
@@ -444,55 +756,97 @@ def sections(report: Report) -> list[Section]:
 
 
 def comparison_tables(task: str, pair: PairReport) -> list[Table]:
-    """The two tables of ``moot compare``: accuracy and rounds, for one pair on one task."""
+    """The tables of ``moot compare`` for one pair on one task: accuracy (unless the task is scored only by
+    its metric), the task metric (where results carry one) and rounds. Each is a two-column list of
+    measures, so that it reads in 80 columns."""
     s = pair.accuracy
     d = pair.rounds
-    accuracy = Table(
-        "compare-accuracy",
-        f"{pair.a} vs {pair.b} on {task}: accuracy",
-        (
-            "n",
-            f"{pair.a}",
-            f"{pair.b}",
-            "both right",
-            "A only",
-            "B only",
-            "both wrong",
-            "McNemar p",
-            "matched OR (95% CI)",
-            "accuracy A - B (95% CI)",
-        ),
-        (
+    repeated = s.repeats > 1 or d.repeats > 1
+    columns = ("measure", "value")
+    tables = []
+    if pair.accuracy_applies:
+        rows: list[tuple[str, str]] = [
+            ("unit", pair.unit),
+            (f"accuracy A = {pair.a}", fixed(s.accuracy_a)),
+            (f"accuracy B = {pair.b}", fixed(s.accuracy_b)),
+            ("accuracy A - B (95% CI)", difference_text(s.difference, s.difference_ci.low, s.difference_ci.high)),
+        ]
+        if repeated:
+            rows += [
+                ("questions: A better / B better", f"{s.a_only} / {s.b_only}"),
+                (
+                    "questions: tied (all right / all wrong / mixed)",
+                    f"{s.both_right} / {s.both_wrong} / {s.mixed_ties}",
+                ),
+                ("sign-test p (questions; McNemar with one seed)", p_value(s.mcnemar_p)),
+                ("odds A better (95% CI)", odds_ratio_text(pair)),
+                ("oracle A or B (question x seed results)", _ratio(s.oracle, s.oracle_n)),
+            ]
+            rows += [
+                (f"seed {t.seed}: A only / B only, McNemar p", f"{t.a_only} / {t.b_only}, p = {p_value(t.p)}")
+                for t in s.per_seed
+            ]
+            note = (
+                "The question is the unit: per question, each condition's accuracy over the seeds both ran; exact "
+                "sign test on the questions where they differ; cluster percentile bootstrap of the difference "
+                "(questions resampled with all their seeds). Each seed's McNemar test is shown on its own."
+            )
+        else:
+            rows += [
+                (
+                    "both right / A only / B only / both wrong",
+                    f"{s.both_right} / {s.a_only} / {s.b_only} / {s.both_wrong}",
+                ),
+                ("exact McNemar p", p_value(s.mcnemar_p)),
+                ("matched OR (95% CI)", odds_ratio_text(pair)),
+                ("oracle A or B", _ratio(s.oracle, s.oracle_n)),
+            ]
+            note = (
+                "Exact McNemar test, exact interval of the matched odds ratio, paired percentile bootstrap of the "
+                "difference."
+            )
+        tables.append(
+            Table("compare-accuracy", f"{pair.a} vs {pair.b} on {task}: accuracy", columns, tuple(rows), note)
+        )
+    m = pair.metric
+    if m is not None:
+        name = pair.metric_name or "the task's own score"
+        tables.append(
+            Table(
+                "compare-metric",
+                f"{pair.a} vs {pair.b} on {task}: task metric",
+                columns,
+                (
+                    ("metric", name),
+                    ("unit", pair.unit),
+                    ("questions with a paired value", str(m.n)),
+                    ("pairs without a value (left out)", str(m.missing)),
+                    (f"mean A = {pair.a}", fixed(m.mean_a)),
+                    (f"mean B = {pair.b}", fixed(m.mean_b)),
+                    ("mean A - B (95% CI)", difference_text(m.difference, m.ci.low, m.ci.high)),
+                    ("questions: A higher / tied / B higher", f"{m.a_higher} / {m.tied} / {m.b_higher}"),
+                    ("sign-test p", p_value(m.sign_p)),
+                    ("Wilcoxon signed-rank p", p_value(m.wilcoxon_p)),
+                ),
+                "The question is the unit: d = A - B per question, averaged over the seeds where both have a "
+                "value; paired percentile bootstrap over questions; exact sign test (ties excluded) and Wilcoxon "
+                "signed-rank test (zero differences dropped) on the questions' d.",
+            )
+        )
+    tables.append(
+        Table(
+            "compare-rounds",
+            f"{pair.a} vs {pair.b} on {task}: rounds used (B - A)",
+            columns,
             (
-                str(s.n),
-                fixed(s.accuracy_a),
-                fixed(s.accuracy_b),
-                str(s.both_right),
-                str(s.a_only),
-                str(s.b_only),
-                str(s.both_wrong),
-                p_value(s.mcnemar_p),
-                odds_ratio_text(pair),
-                difference_text(s.difference, s.difference_ci.low, s.difference_ci.high),
+                ("questions" if repeated else "n", str(d.n)),
+                ("B fewer / tied / B more", f"{d.sign.fewer} / {d.sign.tied} / {d.sign.more}"),
+                ("mean diff. (95% CI)", difference_text(d.mean, d.ci.low, d.ci.high, 2)),
+                ("median", fixed(d.median, 1)),
+                ("sign-test p", p_value(d.sign.p)),
             ),
-        ),
-        "A = " + pair.a + ", B = " + pair.b + "; exact McNemar test, exact interval of the matched odds ratio, "
-        "paired percentile bootstrap of the difference.",
+            "Exact two-sided sign test, ties excluded; percentile bootstrap interval of the mean difference"
+            + ("; each question's rounds are its mean over the seeds both ran." if repeated else "."),
+        )
     )
-    rounds = Table(
-        "compare-rounds",
-        f"{pair.a} vs {pair.b} on {task}: rounds used (B - A)",
-        ("n", "B fewer", "tied", "B more", "mean diff. (95% CI)", "median", "sign-test p"),
-        (
-            (
-                str(d.n),
-                str(d.sign.fewer),
-                str(d.sign.tied),
-                str(d.sign.more),
-                difference_text(d.mean, d.ci.low, d.ci.high, 2),
-                fixed(d.median, 1),
-                p_value(d.sign.p),
-            ),
-        ),
-    )
-    return [accuracy, rounds]
+    return tables

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
 from moot.errors import BackendError
 
-Responder = Callable[[GenerationRequest, int], str]
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """A scripted reply with its finish reason: ``ScriptedReply(text, "length")`` plays a reply cut off
+    by the token limit, as the OpenAI API and llama.cpp report it."""
+
+    text: str
+    finish_reason: str = "stop"
+
+
+Script = str | ScriptedReply
+Responder = Callable[[GenerationRequest, int], Script]
 
 
 class ScriptedBackend:
@@ -18,13 +31,15 @@ class ScriptedBackend:
     Every request is recorded in ``requests`` (unless ``record`` is off) so tests can check what
     each caller was shown.
     Token counts are whitespace word counts; log-probabilities, when asked, are one per word,
-    -0.1 x its length in characters (so longer words read as less certain).
+    -0.1 x its length in characters (so longer words read as less certain). A reply is a string
+    (finish reason "stop") or a ``ScriptedReply`` with its own finish reason; a reply longer than the
+    request's ``max_tokens`` words is cut to that many words with finish reason "length", as a model's would be.
     """
 
     name = "scripted"
 
     def __init__(
-        self, replies: Iterable[str] | Responder, model: str = "scripted", delay_s: float = 0.0, record: bool = True
+        self, replies: Iterable[Script] | Responder, model: str = "scripted", delay_s: float = 0.0, record: bool = True
     ):
         self._delay_s = delay_s
         self._record = record
@@ -55,14 +70,18 @@ class ScriptedBackend:
             await asyncio.sleep(self._delay_s)
         samples = []
         for index in range(request.n):
-            text = self._next(request, index)
+            scripted = self._next(request, index)
+            text, finish = (scripted, "stop") if isinstance(scripted, str) else (scripted.text, scripted.finish_reason)
             words = text.split()
+            if len(words) > request.max_tokens:
+                last = list(re.finditer(r"\S+", text))[request.max_tokens - 1]
+                text, words, finish = text[: last.end()], words[: request.max_tokens], "length"
             prompt_tokens = sum(len(m.content.split()) for m in request.messages)
             logprobs = tuple(TokenLogprob(w, -0.1 * len(w)) for w in words) if request.logprobs else None
-            samples.append(Sample(text, "stop", prompt_tokens, len(words), 0.0, logprobs))
+            samples.append(Sample(text, finish, prompt_tokens, len(words), 0.0, logprobs))
         return Reply(samples=tuple(samples), model=self._model)
 
-    def _next(self, request: GenerationRequest, index: int) -> str:
+    def _next(self, request: GenerationRequest, index: int) -> Script:
         if self._responder is not None:
             return self._responder(request, index)
         if not self._queue:

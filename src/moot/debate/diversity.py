@@ -32,9 +32,10 @@ def select_diverse(pool: Sequence[Candidate], n: int, similarity: Similarity = j
     """Indices of ``n`` candidates chosen greedily by marginal contribution to diversity.
 
     Each step prefers a candidate whose parsed answer is not yet selected (a new hypothesis);
-    if none is left, any remaining candidate. Among those, it takes the one whose text is least
-    similar to the texts already selected (its maximum similarity to them is smallest); ties go
-    to the earliest in the pool. Unparsed candidates never count as a new answer.
+    if none is left, a remaining parsed candidate; only when no parsed candidate is left, an
+    unparsed one. Among those, it takes the one whose text is least similar to the texts already
+    selected (its maximum similarity to them is smallest); ties go to the earliest in the pool.
+    Unparsed candidates never count as a new answer and are never preferred to a parsed one.
     """
     if not 0 < n <= len(pool):
         raise ValueError(f"cannot select {n} of {len(pool)} candidates")
@@ -42,8 +43,9 @@ def select_diverse(pool: Sequence[Candidate], n: int, similarity: Similarity = j
     while len(chosen) < n:
         seen = {pool[i].answer for i in chosen}
         remaining = [i for i in range(len(pool)) if i not in chosen]
-        fresh = [i for i in remaining if pool[i].answer is not None and pool[i].answer not in seen]
-        options = fresh or remaining
+        parsed = [i for i in remaining if pool[i].answer is not None]
+        fresh = [i for i in parsed if pool[i].answer not in seen]
+        options = fresh or parsed or remaining
 
         def closeness(i: int) -> float:
             return max((similarity(pool[i].text, pool[j].text) for j in chosen), default=0.0)

@@ -1,16 +1,21 @@
 """The prompts of the simultaneous-peer schedule, rendered here the same for every backend.
 
-The debate and reflection wording of the ``chat`` history mode is Du et al.'s (their release's
-math/gen_math.py, construct_message); the ``fresh`` mode's wording follows Choi et al. / DAR's
-single-turn debate message (src/main.py, get_new_message). The final sentence is the task's format
-request, which both repeat in every round. ``peers`` is the previous round's replies as the
-protocol's rendering wrote them (moot.debate.components.rendering).
+``chat`` history: the task's question prompt in round 0, then Du et al.'s update prompt in the task's
+own wording (``Task.debate_wording``, moot.tasks.wording: arithmetic, GSM8K, MMLU and biographies as
+their release words them, a documented default for the other tasks), or their self-reflection prompt
+for an agent that hears nobody. ``peers`` is the previous round's replies as the protocol's rendering
+wrote them (moot.debate.components.rendering).
+
+``fresh`` history: DAR's single-turn round prompt (DA2I2-SLM/DAR, src/dev.py build_normal_msg and
+get_new_message_global, Choi et al.'s get_new_message as DAR revised it), whitespace included: the
+peers' replies, the last vote (when its cue is on), the agent's own last reply, then the question and
+its format request. With the ``choi`` templates the question and format request are Choi et al.'s
+(``Task.choi_wording``); otherwise they are the task's question prompt.
 """
 
 from __future__ import annotations
 
 from moot.backends.base import Message
-from moot.debate.records import Turn
 from moot.debate.registry import template
 from moot.tasks.base import Question, Task
 
@@ -20,6 +25,13 @@ def initial_messages(task: Task, question: Question, persona: str | None) -> lis
     messages = system_messages(task, persona)
     messages.append(Message("user", task.render(question)))
     return messages
+
+
+@template
+def choi_initial_messages(task: Task, question: Question, persona: str | None) -> list[Message]:
+    """Round 0 with Choi et al.'s templates: their question, then their format request (``x + SUFFIX``)."""
+    wording = task.choi_wording(question)
+    return [*system_messages(task, persona), Message("user", wording.question + wording.instruction)]
 
 
 @template
@@ -39,41 +51,53 @@ def agreement_sentence(agreement: int | None) -> str:
 
 
 @template
-def debate_message(task: Task, peers: str, agreement: int | None = None) -> Message:
-    """Du et al.'s update prompt (chat history): the peers' latest replies, then a request to update."""
-    return Message(
-        "user",
-        "These are the recent/updated opinions from other agents: "
-        + peers
-        + "\n\n Use these opinions carefully as additional advice, can you provide an updated answer?"
-        + agreement_sentence(agreement)
-        + " "
-        + task.answer_instruction,
-    )
+def debate_message(
+    task: Task, question: Question, peers: str, agreement: int | None = None, final: bool = False
+) -> Message:
+    """Du et al.'s update prompt (chat history) in the task's wording: the opening, the peers' latest
+    replies, the request to update (the last round's own request where the task has one, as
+    biographies do), an agreement sentence when the agent has one, and the format request."""
+    wording = task.debate_wording(question)
+    request = wording.final_request if final and wording.final_request is not None else wording.request
+    return Message("user", wording.opening + peers + request + agreement_sentence(agreement) + wording.instruction)
 
 
 @template
-def reflection_message(task: Task) -> Message:
-    """Du et al.'s prompt for an agent with no peers in a later round (self-refinement)."""
-    return Message(
-        "user", "Can you verify that your answer is correct? Please reiterate your answer. " + task.answer_instruction
-    )
+def reflection_message(task: Task, question: Question) -> Message:
+    """Du et al.'s prompt for an agent with no peers in a later round (self-refinement), in the task's wording."""
+    return Message("user", task.debate_wording(question).reflection)
 
 
 @template
 def fresh_message(
-    task: Task, question: Question, own: Turn, peers: str | None, agreement: int | None = None
+    question: str,
+    instruction: str,
+    own: str,
+    peers: str | None,
+    vote: str = "",
+    agreement: int | None = None,
+    alone: bool = False,
 ) -> Message:
-    """A single-turn round prompt (Choi et al. / DAR): peers' replies, the agent's own last reply, the
-    question; ``peers`` is None when the agent hears nobody."""
+    """DAR's single-turn round prompt (src/dev.py), whitespace included (the 12 spaces before the question
+    are their triple-quoted string's indentation).
+
+    ``question`` and ``instruction``: the question and the format request appended after it; ``own``:
+    the agent's last reply (with its cue footnotes); ``peers``: the rendered replies it hears (None: it
+    hears nobody); ``vote``: the last-vote line; ``alone``: a one-agent debate (DAR's self-refinement
+    prompt, without peers or vote)."""
+    if alone:
+        text = (
+            f"This was your most recent opinion: {own}\n\n\n            Revise your recent opinion to give your "
+            f"updated final answer to the question:\n{question}{instruction}"
+        )
+        return Message("user", text)
     if peers is not None:
-        opening = "These are the recent opinions from other agents: " + peers + "\n\n"
-        closing = "Use these opinions carefully as additional advice to revise your recent opinion"
+        opening = "These are the recent opinions from other agents:\n" + peers
     else:
-        opening = ""
-        closing = "Verify your recent opinion carefully and revise it if needed"
-    return Message(
-        "user",
-        f"{opening}This was your most recent opinion: ```{own.text}```\n\n{closing} to give your final answer "
-        f"to the question: {task.render(question)}{agreement_sentence(agreement if peers is not None else None)}",
+        opening = "You have no recent opinions from other agents.\n\n"
+    text = (
+        f"{opening}{vote}\nThis was your most recent opinion:\n{own}\n\n\nUse these opinions carefully as "
+        "additional advice to revise your recent opinion to give your final answer to the question:\n"
+        f"            {question}{instruction}{agreement_sentence(agreement if peers is not None else None)}"
     )
+    return Message("user", text)

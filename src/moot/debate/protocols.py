@@ -204,9 +204,18 @@ def _preset(**fields: Any) -> ProtocolSpec:
 
 
 def _dar_presets() -> list[ProtocolSpec]:
-    """DAR (Nguyen et al. 2026) and the baselines it compares against: 4 agents, fresh single-turn
-    prompts (Choi et al.'s setting), 2 debate rounds after round 0."""
-    base: dict[str, Any] = {"agents": 4, "rounds": 3, "history": "fresh"}
+    """DAR (Nguyen et al. 2026) and the baselines it compares against, in its code's setting (Choi et
+    al.'s framework): 4 agents, 2 debate rounds after round 0, fresh single-turn prompts in DAR's words
+    with Choi et al.'s question templates and "{final answer: X}" format request, peers as DAR shows
+    them, and ties of the vote (the last-vote cue's and the final answer's) broken at random from a
+    seed derived per question and round and recorded in the vote, as Choi et al. break them."""
+    base: dict[str, Any] = {
+        "agents": 4,
+        "rounds": 3,
+        "history": {"kind": "fresh", "templates": "choi"},
+        "rendering": "dar",
+        "tie_rule": "random",
+    }
     dar = {"retention": "dar", "uncertainty_cue": True, "vote_cue": True}
     paper = "DAR (Nguyen et al. 2026)"
     return [
@@ -218,6 +227,12 @@ def _dar_presets() -> list[ProtocolSpec]:
         ),
         _preset(
             name="dar-sparse", **base, **dar, topology="ring", reference=f"{paper} on Li et al.'s sparse ring topology"
+        ),
+        _preset(
+            name="society-fresh",
+            **base,
+            reference=f"{paper}'s Society of Mind baseline: Du et al.'s debate in Choi et al.'s framework (fresh "
+            "prompts, Choi's templates, random ties), every reply forwarded, no cue",
         ),
         _preset(
             name="mad-m2",
@@ -258,6 +273,13 @@ def _dar_presets() -> list[ProtocolSpec]:
             reference=f"{paper} ablation: a hard filter keeping one reply per distinct answer",
         ),
         _preset(
+            name="dar-text",
+            **base,
+            **{**dar, "retention": "dar-text"},
+            reference=f"{paper} ablation: text-based filtering, the filter asked for the responses to keep "
+            "instead of their agent IDs (their filter_nonindex)",
+        ),
+        _preset(
             name="dar-certain",
             **base,
             **{**dar, "retention": "certain"},
@@ -267,7 +289,64 @@ def _dar_presets() -> list[ProtocolSpec]:
             name="dar-similar",
             **base,
             **{**dar, "retention": "similar"},
-            reference=f"{paper} ablation: the filter keeps the replies closest to the majority",
+            reference=f"{paper} ablation: the filter keeps the replies most similar to its own (their filter_support)",
+        ),
+    ]
+
+
+def _zhu_presets() -> list[ProtocolSpec]:
+    """Zhu et al. 2026's interventions. Their confidence-modulated debate shows each agent's 0-10 confidence
+    to its peers and takes the final answer by majority vote over the last round; the ``-weighted``
+    variants weight that vote by stated confidence instead (moot's, after the paper's theory)."""
+    paper = "Zhu et al. 2026"
+    confidence: dict[str, Any] = {"agents": 3, "rounds": 2, "confidence": True}
+    diverse: dict[str, Any] = {"agents": 3, "rounds": 2, "initializer": "diverse"}
+    shown = "agents state a 0-10 confidence and peers see it"
+    weighted = "the final vote is weighted by stated confidence (a missing confidence weighs 0)"
+    return [
+        _preset(
+            name="confidence",
+            **confidence,
+            reference=f"{paper}, confidence-modulated debate: {shown}; the final answer is the majority of the "
+            "last round, as in the paper (prompted; the paper also trains calibration)",
+        ),
+        _preset(
+            name="confidence-weighted",
+            **confidence,
+            aggregation="confidence",
+            reference=f"after {paper}'s confidence-weighted counts: {shown}; {weighted} (not the paper's "
+            "aggregation, which is a plain majority)",
+        ),
+        _preset(
+            name="confidence-vote",
+            agents=3,
+            rounds=1,
+            topology="none",
+            confidence=True,
+            aggregation="confidence",
+            fixed_rounds=True,
+            reference=f"independent answers with a stated 0-10 confidence, no debate; {weighted} (moot's "
+            f"weighted self-consistency, not one of {paper}'s baselines)",
+        ),
+        _preset(
+            name="diverse",
+            **diverse,
+            reference=f"{paper}, diversity-aware initialisation: sample 2N candidates, keep the N that add "
+            "most answer diversity, then debate as society",
+        ),
+        _preset(
+            name="diverse-confidence",
+            **diverse,
+            confidence=True,
+            reference=f"{paper}: diversity-aware initialisation and confidence-modulated debate together; "
+            "the final answer is the majority of the last round",
+        ),
+        _preset(
+            name="diverse-confidence-weighted",
+            **diverse,
+            confidence=True,
+            aggregation="confidence",
+            reference=f"{paper}'s diversity-aware initialisation with confidence shown to peers; {weighted}",
         ),
     ]
 
@@ -328,9 +407,21 @@ PRESETS: dict[str, ProtocolSpec] = {
             style="liang",
             aggregation="moderator",
             fixed_agents=True,
+            stopping="moderator_answer",
+            reference="Liang et al. 2024 (MAD), as released: affirmative and negative debaters and a moderator "
+            "each round; ends when the moderator's debate_answer is non-empty, else a final judge decides at the "
+            "cap from the first-round answers",
+        ),
+        _preset(
+            name="liang-preference",
+            agents=2,
+            rounds=3,
+            style="liang",
+            aggregation="moderator",
+            fixed_agents=True,
             stopping="moderator",
-            reference="Liang et al. 2024 (MAD): affirmative and negative debaters and a moderator each round; "
-            "ends when the moderator prefers an answer, else a final judge decides at the cap",
+            reference="moot 0.1's reading of Liang et al.: ends only when the moderator states a preference and "
+            "an answer that parses, else the final judge at the cap",
         ),
         _preset(
             name="liang-fixed",
@@ -340,55 +431,43 @@ PRESETS: dict[str, ProtocolSpec] = {
             aggregation="moderator",
             fixed_agents=True,
             reference="Liang et al.'s debate run for exactly R rounds, then the final judge decides "
-            "(the stopping study's fixed schedules)",
+            "(the stopping study's original-prompt fixed schedules)",
         ),
         _preset(
             name="liang-strict",
+            agents=2,
+            rounds=6,
+            style={"kind": "liang", "moderator_prompt": "strict"},
+            aggregation="moderator",
+            fixed_agents=True,
+            stopping={"kind": "moderator_confidence", "threshold": 90, "require_preference": True},
+            reference="the stopping study's Liang strict adaptive condition: a moderator prompt that asks a 0-100 "
+            "confidence and an empty debate_answer while more rounds may help; stop on a preference, a non-empty "
+            "answer and confidence >= 90, cap 6 rounds, else the final judge",
+        ),
+        _preset(
+            name="liang-prompt-matched",
+            agents=2,
+            rounds=2,
+            style={"kind": "liang", "moderator_prompt": "strict", "final_judge": False},
+            aggregation="moderator",
+            fixed_agents=True,
+            fixed_rounds=True,
+            reference="the stopping study's prompt-matched fixed-two control: liang-strict's moderator prompt, "
+            "exactly 2 rounds, the round-2 debate_answer scored directly (a blank one is wrong), no final judge",
+        ),
+        _preset(
+            name="liang-confident",
             agents=2,
             rounds=6,
             style="liang",
             aggregation="moderator",
             fixed_agents=True,
             stopping={"kind": "moderator_confidence", "threshold": 90},
-            reference="the stopping study's Liang strict adaptive condition: stop only when the moderator gives "
-            "an answer with confidence >= 90/100, cap 6 rounds, else the final judge",
+            reference="moot 0.1's liang-strict: the moderator adds a 0-100 confidence; stop on an answer with "
+            "confidence >= 90, cap 6 rounds, else the final judge",
         ),
-        _preset(
-            name="confidence",
-            agents=3,
-            rounds=2,
-            confidence=True,
-            aggregation="confidence",
-            reference="Zhu et al. 2026, confidence-modulated debate: agents state a 0-10 confidence, peers see it, "
-            "and the final vote is weighted by it (prompted; the paper also trains calibration)",
-        ),
-        _preset(
-            name="confidence-vote",
-            agents=3,
-            rounds=1,
-            topology="none",
-            confidence=True,
-            aggregation="confidence",
-            fixed_rounds=True,
-            reference="Zhu et al. 2026's confidence-weighted vote over independent answers, no debate",
-        ),
-        _preset(
-            name="diverse",
-            agents=3,
-            rounds=2,
-            initializer="diverse",
-            reference="Zhu et al. 2026, diversity-aware initialisation: sample 2N candidates, keep the N that add "
-            "most answer diversity, then debate as society",
-        ),
-        _preset(
-            name="diverse-confidence",
-            agents=3,
-            rounds=2,
-            initializer="diverse",
-            confidence=True,
-            aggregation="confidence",
-            reference="Zhu et al. 2026: diversity-aware initialisation and confidence-modulated debate together",
-        ),
+        *_zhu_presets(),
         *_dar_presets(),
         _preset(
             name="du-adaptive",

@@ -8,6 +8,8 @@ from enum import StrEnum
 from moot.backends.base import Message, TokenLogprob
 from moot.tasks.base import ParseStatus, Question
 
+TRUNCATED = "length"  # the finish reason of a reply cut off by the token limit
+
 
 class FinalStatus(StrEnum):
     """How the system's final answer came about."""
@@ -40,6 +42,12 @@ class Turn:
     anll: float | None = None  # average per token: DAR's uncertainty cue
     perplexity: float | None = None
 
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut off by the token limit (finish reason "length", as the OpenAI API and
+        llama.cpp report it): its answer, if any, may be incomplete."""
+        return self.finish_reason == TRUNCATED
+
 
 @dataclass(frozen=True)
 class Vote:
@@ -50,6 +58,7 @@ class Vote:
     tied: tuple[str, ...]  # answers sharing the top count (more than one means a tie was broken)
     unparsed: int
     weights: tuple[tuple[str, float], ...] | None = None  # answer -> total confidence, if weighted
+    tie_seed: int | None = None  # the seed that broke a tie at random (tie rule "random"); None: no random draw
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,7 @@ class JudgeVerdict:
     latency_s: float
     preference: bool | None = None  # a Liang moderator's "Whether there is a preference"
     calls: int = 1  # model calls behind this verdict (a JSON repair or a two-step judge adds calls)
+    answer_text: str | None = None  # the answer field as written (Liang's debate_answer), before extraction
 
 
 @dataclass(frozen=True)
@@ -123,3 +133,8 @@ class DebateResult:
     @property
     def rounds_used(self) -> int:
         return len(self.rounds)
+
+    @property
+    def truncated(self) -> int:
+        """How many of the agents' replies were cut off by the token limit."""
+        return sum(t.truncated for r in self.rounds for t in r.turns)

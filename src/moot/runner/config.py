@@ -87,8 +87,10 @@ class PresetConfig(ProtocolOverrides):
 class ConditionConfig(ProtocolOverrides):
     """One arm of the experiment: a name, a protocol preset, its settings and component overrides.
 
-    ``judge`` configures the judge agent of protocols that need one (default: the first agent's
-    backend at temperature 0)."""
+    ``judge`` configures the condition's judge agent (default: the first agent's backend at
+    temperature 0): the helper of protocols that need one, and the model behind a task's own
+    judged metric (biographies' fact checker). A condition whose protocol needs no judge may set
+    it only when a task of the experiment is scored by one."""
 
     name: str = Field(min_length=1)
     protocol: str
@@ -178,8 +180,15 @@ def resolve_presets(presets: dict[str, PresetConfig]) -> dict[str, ProtocolSpec]
 
 
 def resolve_condition(
-    condition: ConditionConfig, default: AgentTemplate, where: str, presets: dict[str, ProtocolSpec] | None = None
+    condition: ConditionConfig,
+    default: AgentTemplate,
+    where: str,
+    presets: dict[str, ProtocolSpec] | None = None,
+    *,
+    judged_tasks: bool = False,
 ) -> ResolvedCondition:
+    """The condition spelled out. Its judge is resolved when the protocol needs one or the condition
+    names one; naming one is an error unless the protocol or a task (``judged_tasks``) uses it."""
     count = len(condition.agents) if isinstance(condition.agents, list) else condition.agents
     try:
         protocol = resolve_protocol(
@@ -214,7 +223,12 @@ def resolve_condition(
     if len({a.name for a in agents} | {"judge"}) != len(agents) + 1:
         raise ConfigError(f"{where}.agents: agent names must be unique and not 'judge'")
     judge = None
-    if protocol.needs_judge:
+    if condition.judge is not None and not protocol.needs_judge and not judged_tasks:
+        raise ConfigError(
+            f"{where}.judge: protocol {protocol.name!r} has no judge (its stopping is not 'judge') and no task "
+            "of the experiment is scored by one (biographies is)"
+        )
+    if protocol.needs_judge or condition.judge is not None:
         first = agents[0]
         merged = _merge(
             AgentTemplate(backend=first.backend, sampling=Sampling(temperature=0.0)), condition.judge or AgentTemplate()
@@ -225,8 +239,6 @@ def resolve_condition(
             sampling=merged.sampling or Sampling(),
             persona=merged.persona,
         )
-    elif condition.judge is not None:
-        raise ConfigError(f"{where}.judge: protocol {protocol.name!r} has no judge (its stopping is not 'judge')")
     return ResolvedCondition(name=condition.name, protocol=protocol, agents=tuple(agents), judge=judge)
 
 
@@ -234,14 +246,16 @@ def resolve(config: ExperimentConfig) -> tuple[ResolvedCondition, ...]:
     """Resolve every condition, checking that its protocol and tasks exist."""
     from moot.tasks import get_task
 
+    judged = False
     for i, task in enumerate(config.tasks):
         try:
-            get_task(task.name, task.data)
+            judged |= bool(getattr(get_task(task.name, task.data), "metric_uses_judge", False))
         except MootError as exc:
             raise ConfigError(f"tasks.{i}: {exc}") from None
     presets = resolve_presets(config.presets)
     return tuple(
-        resolve_condition(c, config.agent, f"conditions.{i}", presets) for i, c in enumerate(config.conditions)
+        resolve_condition(c, config.agent, f"conditions.{i}", presets, judged_tasks=judged)
+        for i, c in enumerate(config.conditions)
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -252,7 +252,10 @@ class Experiment:
                 "question_id": unit.question.id,
                 "seed": unit.seed,
             }
-            scorer = judge_agent or agents[0]  # the model behind a task's own metric (e.g. an LLM judge)
+            # the model behind a task's own metric (biographies' fact checker): the condition's judge, else
+            # agent 1's backend at temperature 0
+            scorer = judge_agent or agents[0]
+            sampling = judge_agent.spec.sampling if judge_agent is not None else None
             names = {a.name: a.spec.backend.model_name() for a in agents}
             # the helper agent speaks as judge, Liang's moderator, a retention filter or a task's scorer
             names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME, FILTER_NAME), scorer.spec.backend.model_name())
@@ -264,9 +267,12 @@ class Experiment:
                 agents,
                 caller=caller,
                 seed=unit.seed,
-                judge=judge_agent,
+                judge=judge_agent if unit.condition.protocol.needs_judge else None,
             )
-            scored = await unit.task.metric(result, MetricContext(scorer.backend, caller, JUDGE_NAME, unit.seed))
+            context = MetricContext(scorer.backend, caller, JUDGE_NAME, unit.seed)
+            if sampling is not None:
+                context = replace(context, temperature=sampling.temperature, max_tokens=sampling.max_tokens)
+            scored = await unit.task.metric(result, context)
             metric, detail = (scored.value, scored.detail) if scored is not None else (None, None)
             self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys, metric, detail)
             if on_result is not None:

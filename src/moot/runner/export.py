@@ -1,11 +1,20 @@
-"""Export a run's tables as JSON lines, CSV or Parquet."""
+"""Export a run's tables as JSON lines, CSV or Parquet.
+
+Tables are written as stored, plus derived columns: ``turns.truncated`` (1 when the reply was cut off by
+the token limit, finish reason "length") and ``results.truncated`` (how many of the result's agent
+replies were).
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from moot.debate.records import TRUNCATED
 from moot.errors import ConfigError
 from moot.runner.store import RunStore
 
@@ -18,7 +27,7 @@ def export_table(run: Path, table: str, fmt: str, out: Path | None = None) -> Pa
         raise ConfigError(f"unknown export format {fmt!r}; choose {', '.join(FORMATS)}")
     store = RunStore.open(run)
     try:
-        rows = list(store.rows(table))
+        rows = derived_columns(table, list(store.rows(table)), store.rows("turns") if table == "results" else ())
     finally:
         store.close()
     target = out or run.with_name(f"{run.stem}.{table}.{fmt}")
@@ -40,3 +49,26 @@ def export_table(run: Path, table: str, fmt: str, out: Path | None = None) -> Pa
             raise ConfigError("Parquet export needs pyarrow: pip install 'moot[parquet]'") from None
         pq.write_table(pa.Table.from_pylist(rows), target)
     return target
+
+
+def _after(row: dict[str, Any], key: str, name: str, value: Any) -> dict[str, Any]:
+    """``row`` with column ``name`` inserted after column ``key``."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        out[k] = v
+        if k == key:
+            out[name] = value
+    return out
+
+
+def derived_columns(
+    table: str, rows: list[dict[str, Any]], turns: Iterable[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """The stored ``rows`` of ``table`` with the derived columns (``turns`` are the turns rows, for results)."""
+    if table == "turns":
+        return [_after(r, "finish_reason", "truncated", int(r["finish_reason"] == TRUNCATED)) for r in rows]
+    if table == "results":
+        unit = ("condition", "task", "question_id", "seed")
+        cut = Counter(tuple(t[k] for k in unit) for t in turns if t["finish_reason"] == TRUNCATED)
+        return [_after(r, "status", "truncated", cut[tuple(r[k] for k in unit)]) for r in rows]
+    return rows

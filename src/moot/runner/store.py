@@ -115,6 +115,7 @@ def _vote_json(record: RoundRecord) -> dict[str, Any]:
         "weights": v.weights,
         "tied": v.tied,
         "unparsed": v.unparsed,
+        "tie_seed": v.tie_seed,
         "judge": asdict(record.judge) if record.judge else None,
         "pool": asdict(record.pool) if record.pool else None,
         "retention": asdict(record.retention) if record.retention else None,
@@ -134,6 +135,7 @@ def _vote(data: dict[str, Any]) -> Vote:
         tied=tuple(data["tied"]),
         unparsed=data["unparsed"],
         weights=None if weights is None else tuple((a, w) for a, w in weights),
+        tie_seed=data.get("tie_seed"),  # absent in votes stored before moot recorded it
     )
 
 

@@ -112,6 +112,10 @@ class ConditionSummary:
     metric_sum: float = 0.0  # a task's own score (biographies: fact precision), where it applies
     metric_count: int = 0
     usage: Usage = Usage()
+    replies: int = 0  # the agents' replies, every round
+    truncated: int = 0  # of them, cut off by the token limit (finish reason "length")
+    confidence_missing: int | None = None  # replies without a stated confidence, where the protocol asks one
+    confidence_replies: int = 0  # the replies of the conditions that ask for a confidence
 
     @property
     def accuracy(self) -> float:
@@ -123,8 +127,13 @@ class ConditionSummary:
         return self.metric_sum / self.metric_count if self.metric_count else None
 
 
-def _summary(name: str, results: list[StoredResult], used: Usage) -> ConditionSummary:
+def _summary(
+    name: str, results: list[StoredResult], used: Usage, asked: frozenset[str] = frozenset()
+) -> ConditionSummary:
+    """``asked``: the conditions whose protocol asks agents for a confidence."""
     metrics = [r.metric for r in results if r.metric is not None]
+    turns = [(r.condition, t) for r in results for record in r.result.rounds for t in record.turns]
+    stating = [t for condition, t in turns if condition in asked]
     return ConditionSummary(
         name=name,
         questions=len(results),
@@ -136,20 +145,26 @@ def _summary(name: str, results: list[StoredResult], used: Usage) -> ConditionSu
         metric_sum=sum(metrics, 0.0),
         metric_count=len(metrics),
         usage=used,
+        replies=len(turns),
+        truncated=sum(t.truncated for _, t in turns),
+        confidence_missing=sum(t.confidence is None for t in stating) if stating else None,
+        confidence_replies=len(stating),
     )
 
 
 def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary]:
     """Per-condition summaries (in the run's condition order) and the run's total."""
-    names = list(store.conditions())
+    conditions = store.conditions()
+    names = list(conditions)
+    asked = frozenset(n for n, c in conditions.items() if c.protocol.confidence is not None)
     prices = store.run_meta().config.prices
     results = store.results()
     calls = store.calls()
     per_condition = usage(calls, results, prices, lambda condition, task: condition)
     total = usage(calls, results, prices, lambda condition, task: None).get(None, Usage())
     return (
-        [_summary(n, [r for r in results if r.condition == n], per_condition.get(n, Usage())) for n in names],
-        _summary("total", results, total),
+        [_summary(n, [r for r in results if r.condition == n], per_condition.get(n, Usage()), asked) for n in names],
+        _summary("total", results, total, asked),
     )
 
 

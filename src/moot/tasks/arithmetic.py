@@ -1,7 +1,9 @@
 """Du et al.'s arithmetic task: a+b*c+d-e*f over six integers drawn uniformly from [0, 30).
 
-The question wording and format request are Du et al.'s (math/gen_math.py of
-their release). The system prompt is moot's: small models compute this well
+The question wording, format request and debate wording are Du et al.'s (math/gen_math.py of
+their release; moot.tasks.wording). The ``choi`` templates are Choi et al.'s arithmetic question
+and "{final answer: 12.34}" request (src/data/arithmetics.py, src/evaluator.py), asked of Du et
+al.'s expression: Choi et al.'s own generator ends with a division, e÷f. The system prompt is moot's: small models compute this well
 only when told to work step by step (Qwen2.5 1.5B: 1-2/20 without, 11/20 with).
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from moot.errors import ConfigError
 from moot.tasks.base import Extraction, Question, TaskBase
 from moot.tasks.extract import last_number, numbers_equal
+from moot.tasks.wording import CHOI_DECIMAL, ChoiWording
 
 LOW, HIGH = 0, 30  # integers are drawn from [LOW, HIGH)
 
@@ -74,6 +77,9 @@ class ArithmeticTask(TaskBase):
 
     def render(self, question: Question) -> str:
         return f"What is the result of {question.prompt}? {self.answer_instruction}"
+
+    def choi_wording(self, question: Question) -> ChoiWording:
+        return ChoiWording(f"What is the result of {question.prompt}?", CHOI_DECIMAL)
 
     def extract(self, text: str) -> Extraction:
         return Extraction.of(last_number(text))

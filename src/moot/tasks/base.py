@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
 
 from moot.errors import ConfigError
+from moot.tasks.wording import ChoiWording, DebateWording, du_arithmetic
 
 if TYPE_CHECKING:
     from moot.backends.base import Backend
@@ -71,12 +72,15 @@ class TaskCard:
 @dataclass(frozen=True)
 class MetricContext:
     """What a task metric may use: the scorer's backend, the question's caller (so that its calls are
-    counted, stored and replayed), the name the scorer speaks as, and the seed of the debate."""
+    counted, stored and replayed), the name the scorer speaks as, the seed of the debate, and the
+    scorer's sampling (the condition's ``judge`` settings; by default temperature 0)."""
 
     backend: Backend
     caller: Caller
     agent: str
     seed: int
+    temperature: float = 0.0
+    max_tokens: int = 512
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,25 @@ class Task(Protocol):
 
     def render(self, question: Question) -> str: ...
 
+    def debate_wording(self, question: Question) -> DebateWording:
+        """The wording of the chat-history debate prompts for ``question`` (Du et al.'s, per task)."""
+        ...
+
+    def choi_wording(self, question: Question) -> ChoiWording:
+        """Choi et al.'s question template and format request for ``question`` (the ``choi`` templates)."""
+        ...
+
     def extract(self, text: str) -> Extraction: ...
+
+    def read_reply(self, text: str, question: Question) -> Extraction:
+        """An agent's reply to ``question`` read as ``extract`` reads it, unless the answer's canonical
+        form depends on the question (chess-move: a move in any notation becomes its UCI in the position)."""
+        ...
+
+    def read_answer(self, text: str, question: Question) -> Extraction:
+        """An answer stated in a field written by a moderator or judge (Liang's ``debate_answer``, a
+        judge's ``answer``): short forms such as a bare letter are read as well as a full reply."""
+        ...
 
     def score(self, answer: str, question: Question) -> bool: ...
 
@@ -152,6 +174,7 @@ class TaskBase:
     source_url: str = ""
     metric_description: str = "accuracy"
     offline_note: str = "generated"
+    metric_uses_judge: bool = False  # its ``metric`` asks the condition's judge model (biographies)
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -175,6 +198,29 @@ class TaskBase:
 
     def provenance(self) -> dict[str, Any]:
         return {"task": self.name, "source": "generated"}
+
+    def render(self, question: Question) -> str:
+        raise NotImplementedError
+
+    def debate_wording(self, question: Question) -> DebateWording:
+        """The default for tasks Du et al. never ran: their arithmetic wording ("One agent response",
+        "can you provide an updated answer?") closed by this task's own format request."""
+        return du_arithmetic(self.answer_instruction)
+
+    def choi_wording(self, question: Question) -> ChoiWording:
+        """The default where Choi et al. have no template: the task's own question prompt, which
+        holds its format request."""
+        return ChoiWording(self.render(question), "")
+
+    def extract(self, text: str) -> Extraction:
+        raise NotImplementedError
+
+    def read_reply(self, text: str, question: Question) -> Extraction:
+        return self.extract(text)
+
+    def read_answer(self, text: str, question: Question) -> Extraction:
+        """A moderator's or judge's answer field, read as a reply is (a bare "42" is a number already)."""
+        return self.read_reply(text, question)
 
     def with_source(self, source: DataSource) -> Self:
         if source.kind == "offline":

@@ -9,10 +9,23 @@ Wikipedia. Licence: none stated (Wikipedia-derived). Not shipped: load article.j
 fictional people.
 
 The question and the judge's wording are Du et al.'s (biography/gen_conversation.py,
-eval_conversation.py). The metric is fact precision: the share of ground-truth facts the
-judge calls consistent among those it calls consistent or inconsistent ("uncertain" and
-unreadable verdicts are counted apart). ``score`` cannot judge without a model: the task's
-``metric`` asks the judge after a debate (``judge_biography`` judges one biography).
+eval_conversation.py), and so are the evaluation's rules:
+
+- bullets: each line, cut before its first letter; a line without a letter is dropped (so a
+  leading "1961: " or "3. " goes too); the biography shown to the judge is its bullets joined
+  by spaces. Ground-truth facts given as text are split the same way.
+- skip: a reply whose only bullet is shorter than 400 characters (the model does not know
+  the person) is not judged; the metric's detail counts such replies and names the rule.
+- verdict: a reply containing "uncertain" (any case) is uncertain; else one containing "yes"
+  is consistent; else one containing "no" is inconsistent (so "not sure" and "cannot" read
+  as no, as in Du's code); else unparsed.
+
+The metric is fact precision: consistent / (consistent + inconsistent) over the judged
+replies' facts ("uncertain" and unparsed verdicts are counted apart: Du et al. drop them).
+Differences, deliberate: the judge samples at the condition's judge settings (temperature 0
+by default; Du et al. used the API default), and the value is per question (pooled over its
+agents) where Du et al. pool every fact of the run. ``score`` cannot judge without a model:
+the task's ``metric`` asks the judge after a debate (``judge_biography`` judges one biography).
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from moot.backends.base import Backend, GenerationRequest, Message
 from moot.calls import Caller
@@ -32,13 +45,14 @@ from moot.errors import ConfigError
 from moot.seeds import derive_seed
 from moot.tasks.base import Extraction, MetricContext, Question, TaskMetric
 from moot.tasks.data import DatasetTask, Row, read_records
+from moot.tasks.wording import DebateWording, du_biographies
 
 if TYPE_CHECKING:
     from moot.debate.records import DebateResult
 
 QUESTION = (
     "Give a bullet point biography of {person} highlighting their contributions and achievements as a "
-    "computer scientist, with each fact separated with a new line character."
+    "computer scientist, with each fact separated with a new line character. "
 )
 JUDGE = (
     "Consider the following biography of {person}: \n {biography} \n\n Is the above biography above "
@@ -46,18 +60,29 @@ JUDGE = (
     "Carefully check the precise dates and locations between the fact and the above biography."
 )
 
-_BULLET = re.compile(r"^\s*(?:[-*\u2022\u00b7\u2023\u25e6]|\d{1,3}[.)])\s+")
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 
 
+SKIP_CHARS = 400  # Du et al.: a reply of one bullet shorter than this is not judged
+SKIP_RULE = f"a single bullet shorter than {SKIP_CHARS} characters (Du et al.: the model does not know the person)"
+
+
 def bullets(text: str) -> list[str]:
-    """The non-empty lines of a bullet list, without their bullet markers."""
+    """Du et al.'s bullets: every line (split at "\\n") from its first letter on; lines without a
+    letter are dropped. Markers go ("- ", "* ", "1. ") and so does any other lead ("1961: born"
+    is "born"); the rest of the line is kept as written."""
     found = []
-    for line in text.splitlines():
-        line = _BULLET.sub("", line).strip()
-        if line:
-            found.append(line)
+    for line in text.split("\n"):
+        start = next((i for i, ch in enumerate(line) if ch.isalpha()), None)
+        if start is not None:
+            found.append(line[start:])
     return found
+
+
+def skip_reason(biography: str) -> str | None:
+    """Why Du et al. would not judge this reply (``SKIP_RULE``), or None when it is judged."""
+    found = bullets(biography)
+    return SKIP_RULE if len(found) == 1 and len(found[0]) < SKIP_CHARS else None
 
 
 def person_name(key: str) -> str:
@@ -74,6 +99,7 @@ class BiographiesTask(DatasetTask):
     description = "write a bullet-point biography of a computer scientist (Du et al. 2024)"
     data_splits = ("people",)
     licence = "none stated (Wikipedia-derived)"
+    metric_uses_judge = True
     source_url = "https://github.com/composable-models/llm_multiagent_debate"
     version = "Du et al. biography/article.json (524 people)"
     offline_note = "not shipped (local article.json)"
@@ -121,8 +147,13 @@ class BiographiesTask(DatasetTask):
     def render(self, question: Question) -> str:
         return question.prompt
 
+    def debate_wording(self, question: Question) -> DebateWording:
+        """Du et al.'s biography rounds (gen_conversation.py): "Agent response" headings, and in the
+        protocol's last round "Closely examine your biography and the biography of other agents"."""
+        return du_biographies(str(question.metadata.get("person", "")))
+
     def extract(self, text: str) -> Extraction:
-        """The biography's bullets, one per line (unparsed when the reply has no text)."""
+        """The biography's bullets, one per line (unparsed when no line has a letter)."""
         found = bullets(text)
         return Extraction.of("\n".join(found) if found else None)
 
@@ -132,16 +163,24 @@ class BiographiesTask(DatasetTask):
 
     async def metric(self, result: DebateResult, context: MetricContext) -> TaskMetric | None:
         """Fact precision pooled over agents: the judge rates every agent's last biography fact by fact
-        (Du et al. judge each agent's final biography). None when the debate has no round.
+        (Du et al. judge each agent's final biography), except replies Du et al. skip (``skip_reason``).
+        None when the debate has no round, or when no fact got a yes or a no.
 
         The judge's calls are named ``{context.agent}/{agent}:fact-{i}`` at round ``rounds_used``;
-        ``detail`` holds each agent's verdicts, precision and call count.
+        ``detail`` holds, per agent, the verdicts, precision, call count and skip reason (None when
+        judged), and ``skipped_replies``: how many replies were skipped.
         """
         if not result.rounds:
             return None
-        scores = {}
+        detail: dict[str, Any] = {}
+        yes = no = skipped = 0
         for turn in result.rounds[-1].turns:
-            scores[turn.agent] = await judge_biography(
+            reason = skip_reason(turn.text)
+            if reason is not None:
+                skipped += 1
+                detail[turn.agent] = {"verdicts": [], "precision": None, "calls": 0, "skipped": reason}
+                continue
+            score = await judge_biography(
                 turn.text,
                 result.question,
                 context.backend,
@@ -149,13 +188,18 @@ class BiographiesTask(DatasetTask):
                 agent=f"{context.agent}/{turn.agent}",
                 round=result.rounds_used,
                 seed=context.seed,
+                temperature=context.temperature,
+                max_tokens=context.max_tokens,
             )
-        yes = sum(s.count(Verdict.CONSISTENT) for s in scores.values())
-        no = sum(s.count(Verdict.INCONSISTENT) for s in scores.values())
-        detail = {
-            agent: {"verdicts": [v.value for v in s.verdicts], "precision": s.precision, "calls": s.calls}
-            for agent, s in scores.items()
-        }
+            yes += score.count(Verdict.CONSISTENT)
+            no += score.count(Verdict.INCONSISTENT)
+            detail[turn.agent] = {
+                "verdicts": [v.value for v in score.verdicts],
+                "precision": score.precision,
+                "calls": score.calls,
+                "skipped": None,
+            }
+        detail["skipped_replies"] = skipped
         return TaskMetric(yes / (yes + no) if yes + no else None, detail)
 
 
@@ -169,24 +213,18 @@ class Verdict(StrEnum):
     UNPARSED = "unparsed"
 
 
-_VERDICT = re.compile(
-    r"\b(?P<uncertain>uncertain|unsure|not\s+sure|unknown|cannot\s+be\s+determined|undetermined)\b"
-    r"|\b(?P<inconsistent>no|inconsistent|not\s+consistent|false)\b"
-    r"|\b(?P<consistent>yes|consistent|true)\b",
-    re.IGNORECASE,
-)
-
-
 def parse_verdict(reply: str) -> Verdict:
-    """The judge's first verdict word: yes/consistent, no/inconsistent, or uncertain; else unparsed."""
-    match = _VERDICT.search(reply)
-    if match is None:
-        return Verdict.UNPARSED
-    if match.group("uncertain"):
+    """Du et al.'s reading of the judge (parse_yes_no): substrings of the lower-cased reply, in this
+    order: "uncertain", then "yes", then "no" (anywhere: "not sure", "cannot" and "unknown" read as
+    no); a reply with none of them is unparsed. Uncertain and unparsed are both left out of precision."""
+    lowered = reply.lower()
+    if "uncertain" in lowered:
         return Verdict.UNCERTAIN
-    if match.group("inconsistent"):
+    if "yes" in lowered:
+        return Verdict.CONSISTENT
+    if "no" in lowered:
         return Verdict.INCONSISTENT
-    return Verdict.CONSISTENT
+    return Verdict.UNPARSED
 
 
 @dataclass(frozen=True)
@@ -218,10 +256,11 @@ async def judge_biography(
     round: int = 0,
     seed: int = 0,
     temperature: float = 0.0,
-    max_tokens: int = 32,
+    max_tokens: int = 512,
 ) -> FactScore:
-    """Ask the judge, once per ground-truth fact of ``question``, whether ``biography`` is consistent
-    with it (Du et al.'s prompt; one call each, through ``caller`` so that calls are counted).
+    """Ask the judge, once per ground-truth fact of ``question``, whether ``biography`` (its bullets
+    joined by spaces, as Du et al. show it) is consistent with it (Du et al.'s prompt; one call each,
+    through ``caller`` so that calls are counted). Skipping is the caller's rule (``skip_reason``).
 
     Calls are named ``{agent}:fact-{i}`` at ``round``; their seeds derive from ``seed``,
     the question and the fact index.

@@ -5,10 +5,14 @@ game prefix in UCI notation and the square of a piece of the side to move that h
 legal move; any legal destination square of that piece is correct.
 
 ``chess-move``: a game prefix (26 random legal plies, so White plays move 14, as in Du et
-al.'s move-14 positions) in numbered SAN; the answer is the next move, in SAN or UCI. An
-illegal move is scored as illegal; a legal one by Stockfish (see moot.tasks.stockfish):
-its evaluation change in pawns, and its loss against the engine's best move. ``score``
-is True when the move is legal and loses at most ``margin_pawns`` against the best move.
+al.'s move-14 positions) in numbered SAN; the answer is the next move in any notation (SAN,
+UCI, long algebraic, with or without check and capture marks). Reading a reply in its
+position (``read_reply``) turns it into the move's UCI, so every way of writing one move is
+one vote; an illegal or unreadable move is unparsed. A legal move is judged by Stockfish
+(see moot.tasks.stockfish): the task metric is Du et al.'s pawn-score change of the chosen
+(final) move, after - before from the mover's side, in pawns; ``score`` is True when the
+move is legal and loses at most ``margin_pawns`` against the engine's best move. Du et al.'s
+chess code is not in their release; the metric follows the paper ("pawn score advantage").
 Du et al. used positions from master games; any such collection loads as a local file
 of rows {"moves": "1. e4 e5 2. Nf3 ...", "next": "Nc6" (optional), "id" (optional)}.
 
@@ -18,6 +22,7 @@ first k are the same for any count >= k. Random play gives unusual but legal pos
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from collections.abc import Iterable, Sequence
@@ -26,18 +31,23 @@ from typing import TYPE_CHECKING, Any, Self
 
 from moot.errors import ConfigError
 from moot.seeds import derive_seed
-from moot.tasks.base import DataSource, Extraction, Question, TaskBase
+from moot.tasks.base import DataSource, Extraction, MetricContext, Question, TaskBase, TaskMetric
 from moot.tasks.data import FILE_SPLIT, Row, check_split, file_sha256, read_records, select
 from moot.tasks.stockfish import DEFAULT_DEPTH, MoveAnalysis, Stockfish
 
 if TYPE_CHECKING:
     import chess
 
+    from moot.debate.records import DebateResult
+
 GENERATED = "generated"
 
 # --- reading moves from replies -----------------------------------------------------------
 
-_SAN = r"(?:O-O-O|O-O|0-0-0|0-0|[KQRBN][a-h]?[1-8]?x?[a-h][1-8]|[a-h](?:x[a-h])?[1-8](?:=?[QRBNqrbn])?)[+#]?"
+_SAN = (
+    r"(?:O-O-O|O-O|0-0-0|0-0|[KQRBN][a-h]?[1-8]?[x-]?[a-h][1-8]"
+    r"|[a-h][1-8][x-][a-h][1-8](?:=?[QRBNqrbn])?|[a-h](?:x[a-h])?[1-8](?:=?[QRBNqrbn])?)[+#]?"
+)
 _UCI = r"[a-h][1-8][a-h][1-8][qrbn]?"
 _MOVE = rf"(?P<move>{_UCI}|{_SAN})(?![\w=])"
 _WRAP = r"[<*_`\"'\s]*"
@@ -75,19 +85,25 @@ def extract_square(text: str) -> str | None:
 
 
 def parse_move(board: chess.Board, text: str) -> chess.Move | None:
-    """A legal move of ``board`` written in SAN or UCI, or None when illegal or unreadable."""
-    import chess
-
-    text = text.strip()
+    """A legal move of ``board`` in any notation python-chess reads: SAN with or without check,
+    mate and capture marks ("Nf3", "Nf3+", "Nxf3"), long algebraic ("Ng1-f3", "e2-e4"), castling
+    with O or 0, or UCI ("g1f3", "e1h1" for castling). None when illegal or unreadable."""
+    text = _normalise_move(text.strip())
     try:
         return board.parse_san(text)
     except ValueError:
         pass
     try:
-        move = chess.Move.from_uci(text.lower())
+        return board.parse_uci(text.lower())
     except ValueError:
         return None
-    return move if move in board.legal_moves else None
+
+
+def canonical_move(board: chess.Board, text: str) -> str | None:
+    """The UCI of the legal move ``text`` names in ``board`` (one form for every way of writing
+    it), or None when it names no legal move."""
+    move = parse_move(board, text)
+    return move.uci() if move is not None else None
 
 
 # --- positions ----------------------------------------------------------------------------
@@ -330,7 +346,8 @@ class ChessMoveTask(_ChessTask):
         self.margin_pawns = margin_pawns
         self.name = "chess-move" if depth == DEFAULT_DEPTH else f"chess-move:{depth}"
         self.metric_description = (
-            f"legal-move rate; pawn-score change (Stockfish depth {depth}); accuracy = loss <= {margin_pawns} pawns"
+            f"pawn-score change of the chosen move (Du et al.; Stockfish depth {depth}); "
+            f"accuracy = legal and loss <= {margin_pawns} pawns"
         )
         self.engine = Stockfish(depth)
         self._analyses: dict[tuple[str, str], MoveAnalysis] = {}
@@ -382,7 +399,52 @@ class ChessMoveTask(_ChessTask):
         )
 
     def extract(self, text: str) -> Extraction:
+        """The move as written (no position here: ``read_reply`` reads it in its position)."""
         return Extraction.of(extract_move(text))
+
+    def read_reply(self, text: str, question: Question) -> Extraction:
+        """The proposed move as UCI in the question's position, so that "Nf3", "Nf3+", "Nxf3"
+        (where legal) and "g1f3" are one vote; unparsed when the move is illegal or unreadable.
+        A question without a position (one's own question) is read as ``extract`` reads it."""
+        import chess
+
+        move = extract_move(text)
+        if move is None or "fen" not in question.metadata:
+            return Extraction.of(move)
+        return Extraction.of(canonical_move(chess.Board(question.metadata["fen"]), move))
+
+    async def metric(self, result: DebateResult, context: MetricContext) -> TaskMetric | None:
+        """Du et al.'s chess-move metric: the pawn-score change of the chosen (final) move, Stockfish's
+        evaluation after it minus before it, from the mover's side, in pawns. None when there is no
+        legal final move (the detail says why) or the question has no position.
+
+        ``detail``: the move (UCI and SAN), its legality, the evaluations in centipawns (before,
+        after, and after the engine's best move), the change and the loss against the best move in
+        pawns, and the search depth. The engine runs in a thread, off the event loop.
+        """
+        question = result.question
+        if "fen" not in question.metadata:
+            return None
+        answer = result.final_answer
+        if answer is None:
+            return TaskMetric(None, {"move": None, "legal": False, "reason": f"no final move ({result.status})"})
+        analysis = await asyncio.to_thread(self.analyse, answer, question)
+        detail: dict[str, Any] = {
+            "move": analysis.uci,
+            "san": analysis.san,
+            "answer": answer,
+            "legal": analysis.legal,
+            "before_cp": analysis.before_cp,
+            "after_cp": analysis.after_cp,
+            "best_uci": analysis.best_uci,
+            "best_cp": analysis.best_cp,
+            "delta_pawns": analysis.delta_pawns,
+            "loss_pawns": analysis.loss_pawns,
+            "depth": analysis.depth,
+        }
+        if not analysis.legal:
+            detail["reason"] = "the final move is not legal in the position"
+        return TaskMetric(analysis.delta_pawns, detail)
 
     def analyse(self, answer: str, question: Question) -> MoveAnalysis:
         """Legality, and for a legal move Stockfish's evaluations (cached per position and answer)."""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from moot.tasks.base import Extraction, Question
 from moot.tasks.data import DatasetTask, Row
+from moot.tasks.wording import CHOI_CHOICE, DU_MMLU, ChoiWording, DebateWording, choi_choices
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -42,6 +43,41 @@ def choice_letter(text: str, letters: str = "ABCD") -> str | None:
     return found
 
 
+# A letter standing for the whole field, or opening it: "B", "(B)", "B)", "B.", "B:", "**B**", "Option B",
+# "choice (B)", "answer: B", "Answer - B) Paris". A letter followed only by a space ("A person...") is not one.
+_FIELD = re.compile(
+    r"^[\s*_\"'`]*(?:(?i:(?:the\s+)?(?:final\s+|correct\s+)?answer(?:\s+is)?)\s*[:=\-]?\s*)?"
+    r"(?:(?i:option|choice)\s*[:\-]?\s*)?[*_\"'`]*[(\[]?\s*(?P<letter>[A-J])\s*"
+    r"(?:[)\]]|[.:](?!\w)|[*_\"'`\s]*$)"
+)
+
+
+def field_letter(text: str, question: Question, letters: str = "ABCD") -> str | None:
+    """The letter stated in a moderator's or judge's answer field.
+
+    First as in a reply ("(B)", "the answer is B", "{final answer: B}"); else a field that is, or
+    opens with, a letter ("B", "B)", "B.", "Option B", "answer: B"); else the one choice whose text
+    the field is or contains as whole words ("The appliances are connected in series."), case and
+    punctuation ignored; a choice contained in another that also matches gives way to it. None when
+    none of these holds, or when two unrelated choices match.
+    """
+    if (letter := choice_letter(text, letters)) is not None:
+        return letter
+    match = _FIELD.match(text)
+    if match is not None and match.group("letter") in letters:
+        return match.group("letter")
+    field = f" {_plain(text)} "
+    choices = [_plain(str(c)) for c in question.metadata.get("choices", [])][: len(letters)]
+    hits = [i for i, c in enumerate(choices) if c and f" {c} " in field]
+    longest = [i for i in hits if not any(j != i and choices[i] in choices[j] for j in hits)]
+    return letters[longest[0]] if len(longest) == 1 else None
+
+
+def _plain(text: str) -> str:
+    """Lower case, words only: punctuation becomes space."""
+    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
+
+
 def lettered(choices: Sequence[str]) -> str:
     """'(A) first\\n(B) second...'"""
     return "\n".join(f"({LETTERS[i]}) {choice.strip()}" for i, choice in enumerate(choices))
@@ -62,8 +98,28 @@ class MultipleChoiceTask(DatasetTask):
         intro = f"{self.intro}\n\n" if self.intro else ""
         return f"{intro}{question.prompt}\n\n{self.answer_instruction}"
 
+    def debate_wording(self, question: Question) -> DebateWording:
+        """Du et al.'s MMLU wording, for every multiple-choice task (Du et al. ran only MMLU)."""
+        return DU_MMLU
+
+    def choi_wording(self, question: Question) -> ChoiWording:
+        """Choi et al.'s MMLU and CSQA template: the stem, "(A) text" lines, "{final answer: (A)}"."""
+        stem, choices = self.parts(question)
+        return ChoiWording(choi_choices(stem, choices), CHOI_CHOICE, "({})")
+
+    def parts(self, question: Question) -> tuple[str, list[str]]:
+        """The stem and choice texts of a question made by ``choice_question`` (else the whole prompt, no choices)."""
+        choices = [str(c) for c in question.metadata.get("choices", [])]
+        block = "\n\n" + lettered(choices)
+        if choices and question.prompt.endswith(block):
+            return question.prompt[: -len(block)], choices
+        return question.prompt, []
+
     def extract(self, text: str) -> Extraction:
         return Extraction.of(choice_letter(text, self.letters))
+
+    def read_answer(self, text: str, question: Question) -> Extraction:
+        return Extraction.of(field_letter(text, question, self.letters))
 
     def score(self, answer: str, question: Question) -> bool:
         return answer.strip().upper() == question.gold

@@ -15,6 +15,8 @@ _NUMBER = re.compile(
     r"(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?(?![\d,]*\d)"
 )
 _BOXED = re.compile(r"\\boxed\s*\{")
+# Choi et al.'s answer format: "{final answer: 123}" (any case, optional spaces)
+_FINAL_ANSWER = re.compile(r"\{\s*final\s+answer\s*:(?P<body>[^{}]*)\}", re.IGNORECASE)
 
 
 def canonical_number(text: str) -> str | None:
@@ -58,8 +60,22 @@ def boxed_contents(text: str) -> list[str]:
     return contents
 
 
+def final_answer_number(text: str) -> str | None:
+    """The number in the last "{final answer: N}" (Choi et al.'s format) that holds one, else None."""
+    for match in reversed(list(_FINAL_ANSWER.finditer(text))):
+        body = match.group("body").strip().strip("$").strip()
+        if (number := canonical_number(body)) is not None:
+            return number
+        if numbers := numbers_in(body):
+            return numbers[-1]
+    return None
+
+
 def last_number(text: str) -> str | None:
-    """The final stated number: inside the last \\boxed{} that holds one, else the last in the text."""
+    """The final stated number: in the last "{final answer: N}" (Choi et al.), else inside the last
+    \\boxed{} that holds one, else the last in the text."""
+    if (number := final_answer_number(text)) is not None:
+        return number
     for content in reversed(boxed_contents(text)):
         if (number := canonical_number(content.strip().strip("$"))) is not None:
             return number

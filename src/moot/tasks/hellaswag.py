@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from moot.tasks.base import Question
 from moot.tasks.choice import MultipleChoiceTask
 from moot.tasks.data import HubDataset, Row, olmo_arrow_rows
+from moot.tasks.wording import CHOI_CHOICE, ChoiWording, choi_choices
 
 _BRACKETED = re.compile(r"\[.*?\]")
 
@@ -46,6 +47,12 @@ class HellaSwagTask(MultipleChoiceTask):
 
     def offline_rows(self, split: str) -> Iterable[Row]:
         return olmo_arrow_rows(f"hellaswag/none/{split}")
+
+    def choi_wording(self, question: Question) -> ChoiWording:
+        """Choi et al.'s HellaSwag template (src/data/hellaswag.py), over moot's cleaned context and endings."""
+        stem, choices = self.parts(question)
+        body = choi_choices(f'Can you choose the option that best follows:\n"{stem}"?', choices)
+        return ChoiWording(body, CHOI_CHOICE, "({})")
 
     def parse(self, row: Row, split: str, index: int) -> list[Question]:
         endings = row.texts("endings", min_count=4, max_count=4)

@@ -7,8 +7,9 @@ fields question, subject, choices (4), answer (0-3).
 
 Tasks: ``mmlu`` (all 57 subjects), ``mmlu:<subject>[,<subject>...]``, and the presets
 used by DAR and Choi et al.: ``mmlu-pro-med`` (professional_medicine, 272 test) and
-``mmlu-formal-logic`` (formal_logic, 126 test). The question wording is Du et al.'s
-(mmlu/gen_mmlu.py), with the choices on their own lines as (A)-(D).
+``mmlu-formal-logic`` (formal_logic, 126 test). The question and debate wording are Du et al.'s
+(mmlu/gen_mmlu.py: "<question>: A) ..., B) ..., C) ..., D) ..." on one line); the ``choi`` templates
+are Choi et al.'s (src/data/mmlu_*.py: the choices on their own lines as (A)-(D)).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from moot.errors import ConfigError
 from moot.tasks.base import DataSource, Question
-from moot.tasks.choice import MultipleChoiceTask
+from moot.tasks.choice import DU_INTRO, MultipleChoiceTask
 from moot.tasks.data import OFFLINE, HubDataset, Row, hub_rows, olmo_arrow_rows
 
 SUBJECTS = (
@@ -115,6 +116,13 @@ class MMLUTask(MultipleChoiceTask):
         super().__init__(source=source, system_prompt=system_prompt)
         self.subjects = check_subjects(subjects) if subjects is not None else SUBJECTS
         self.name = name or ("mmlu" if subjects is None else "mmlu:" + ",".join(self.subjects))
+
+    def render(self, question: Question) -> str:
+        stem, choices = self.parts(question)
+        if len(choices) != 4:
+            return super().render(question)
+        a, b, c, d = choices
+        return f"{DU_INTRO} {stem}: A) {a}, B) {b}, C) {c}, D) {d} {self.answer_instruction}"
 
     def offline_rows(self, split: str) -> Iterable[Row]:
         for subject in self.subjects:

@@ -1,7 +1,9 @@
 """Aggregation: a round's answers as a vote, and the debate's final answer.
 
-``majority``: plurality of the last round, ties by the protocol's tie rule (Du et al.); ``confidence``:
-the plurality weighted by stated confidence (Zhu et al.); ``judge``: the last judge's answer;
+``majority``: plurality of the last round, ties by the protocol's tie rule (Du et al.; also Zhu et al.'s
+confidence-modulated debate, whose final answer is the majority over the terminal responses);
+``confidence``: the plurality weighted by stated confidence (moot's variant after Zhu et al.'s
+confidence-weighted counts; a missing confidence weighs 0); ``judge``: the last judge's answer;
 ``moderator`` (Liang et al.): the moderator's answer when it ends the debate, else the final judge's.
 """
 
@@ -35,7 +37,12 @@ def majority_vote(answers: Sequence[str | None], tie_rule: TieRule = "first", se
         return Vote(ranked, None, (), unparsed)
     top = max(counts.values())
     tied = tuple(a for a in order if counts[a] == top)
-    return Vote(ranked, break_tie(tied, tie_rule, seed), tied, unparsed)
+    return Vote(ranked, break_tie(tied, tie_rule, seed), tied, unparsed, tie_seed=_drawn(tied, tie_rule, seed))
+
+
+def _drawn(tied: Sequence[str], tie_rule: TieRule, seed: int) -> int | None:
+    """The seed of the random draw that broke a tie, recorded in the vote (None when nothing was drawn)."""
+    return seed if tie_rule == "random" and len(tied) > 1 else None
 
 
 def break_tie(tied: Sequence[str], tie_rule: TieRule, seed: int) -> str | None:
@@ -67,7 +74,8 @@ def weighted_vote(
         return plain
     top = max(totals.values())
     tied = tuple(a for a in totals if totals[a] == top)
-    return Vote(plain.counts, break_tie(tied, tie_rule, seed), tied, plain.unparsed, tuple(totals.items()))
+    winner = break_tie(tied, tie_rule, seed)
+    return Vote(plain.counts, winner, tied, plain.unparsed, tuple(totals.items()), _drawn(tied, tie_rule, seed))
 
 
 class Aggregation(Component):
@@ -105,6 +113,14 @@ class ConfidenceWeighted(Aggregation):
     def check(self, protocol: Any) -> None:
         if protocol.confidence is None:
             raise ValueError("aggregation 'confidence' needs confidence = true (agents must state one)")
+
+    def describe(self, protocol: Any = None) -> str:
+        scale = f"0-{protocol.confidence.scale}" if protocol is not None and protocol.confidence else "its scale"
+        ties = f"; ties: {protocol.tie_rule}" if protocol is not None else ""
+        return (
+            f"confidence-weighted majority: each parsed answer adds its agent's stated confidence ({scale}); "
+            f"a missing confidence weighs 0; if every weight is 0, the unweighted majority{ties}"
+        )
 
 
 @register

@@ -1,9 +1,12 @@
 """Cues: what agents are told besides their peers' replies.
 
 - ``confidence`` (Zhu et al.): agents state a 0..``scale`` confidence after their answer; peers see it;
-- ``uncertainty`` (DAR's uncertainty prompt, after Lin and Hooi 2025): each forwarded reply carries
-  its ANLL, computed from the log-probabilities of the tokens actually generated;
-- ``vote`` (DAR's last-vote cue): each round's prompt opens with the previous round's majority.
+- ``uncertainty`` (DAR's uncertainty prompt, after Lin and Hooi 2025): each reply carries its ANLL,
+  computed from the log-probabilities of the tokens actually generated, in DAR's words (their
+  model_utils.py appends it to the reply itself: in the fresh history an agent's own last reply and the
+  filter's input carry it too);
+- ``vote`` (DAR's last-vote cue, "Majority vote from last round: X"): in chat history each round's
+  prompt opens with it; in fresh history it stands after the peers' replies, as in DAR's build_normal_msg.
 
 A protocol holds each cue in its own slot (``confidence``, ``uncertainty_cue``, ``vote_cue``); ``true``
 in an experiment file means the cue with its defaults.
@@ -11,6 +14,7 @@ in an experiment file means the cue with its defaults.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -36,7 +40,12 @@ class Cue(Component):
         return ""
 
     def prefix(self, previous: RoundRecord) -> str:
-        """Put before a debate round's prompt."""
+        """Put before a debate round's prompt (chat history)."""
+        return ""
+
+    def inline(self, previous: RoundRecord, show: Callable[[str | None], str]) -> str:
+        """Written inside a fresh round prompt, after the peers' replies (DAR's placement); ``show``
+        writes an answer as the prompt's templates do."""
         return ""
 
 
@@ -69,7 +78,7 @@ class UncertaintyCue(Cue):
     @template
     def footnote(self, turn: Turn) -> str:
         value = "unknown" if turn.anll is None else f"{turn.anll:.4f}"
-        return f"\nUncertainty score (Average Negative Log Likelihood) for this response: {value}"
+        return f"\n\nUncertainty score (Average Negative Log Likelihood) for this response: {value}"
 
     def describe(self, protocol: Any = None) -> str:
         return "uncertainty (ANLL)"
@@ -83,6 +92,10 @@ class VoteCue(Cue):
     def prefix(self, previous: RoundRecord) -> str:
         last = previous.vote.winner
         return f"Majority vote from last round: {last if last is not None else 'none'}\n\n"
+
+    @template
+    def inline(self, previous: RoundRecord, show: Callable[[str | None], str]) -> str:
+        return f"\nMajority vote from last round: {show(previous.vote.winner)}\n"
 
     def describe(self, protocol: Any = None) -> str:
         return "last vote"

@@ -2,7 +2,9 @@
 
 ``independent``: each agent answers once; ``diverse`` (Zhu et al.'s diversity-aware initialisation):
 sample ``pool_size`` candidates round-robin over the agents, keep the N that add most answer diversity
-(moot.debate.diversity), and give the k-th kept candidate to agent k as its round-0 reply.
+(moot.debate.diversity.select_diverse: new parsed answers first, then other parsed candidates; an
+unparsed candidate only when too few parsed ones are left), and give the k-th kept candidate to agent k
+as its round-0 reply.
 """
 
 from __future__ import annotations

@@ -1,11 +1,16 @@
 """Liang et al.'s debate (MAD, "Encouraging Divergent Thinking"): an affirmative and a negative debater
 speak in turn, a moderator evaluates each round, and a final judge decides at the cap.
 
-The prompt wording follows Liang et al.'s release (code/utils/config4all.json: the debater and
-moderator meta prompts, the negative side's opening, the rebuttal, the moderator's JSON schema and
-the final judge's two steps), reproduced for the protocol's fidelity. moot adds the task's format
-request and, for the strict variant, a 0-100 confidence field. JSON is parsed with validation and
-one bounded repair call, never with eval.
+The prompt wording is Liang et al.'s release (Skytliang/Multi-Agents-Debate, code/utils/config4all.json:
+the debater and moderator meta prompts, the negative side's opening, the rebuttal, the moderator's
+JSON schema with the round as an ordinal word, and the final judge's two steps), reproduced for the
+protocol's fidelity; the topic is the task's rendered question, format request included. The final
+judge reads the debaters' first-round answers, as the release does (``memory_lst[2]``).
+
+``moderator_prompt``: ``liang`` (the release's), ``strict`` (the stopping study's strict variant: it
+also asks for a 0-100 confidence and to leave ``debate_answer`` empty when more rounds may help; the
+study's exact wording is not public, so this sentence is moot's) or ``confidence`` (moot 0.1's: the
+confidence field only). JSON is parsed with validation and one bounded repair call, never with eval.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
 
 from moot.backends.base import Message
 from moot.debate.components.retention.all import KeepAll
@@ -37,8 +44,8 @@ ROLES = ("affirmative", "negative")
 def debater_system(task: Task, question: Question) -> str:
     return (
         "You are a debater. Hello and welcome to the debate. It's not necessary to fully agree with each "
-        "other's perspectives, as our objective is to find the correct answer. The debate topic is stated as "
-        f"follows: {task.render(question)}"
+        "other's perspectives, as our objective is to find the correct answer.\nThe debate topic is stated as "
+        f"follows:\n{task.render(question)}"
     )
 
 
@@ -48,44 +55,53 @@ def opening(task: Task, question: Question) -> Message:
 
 
 @template
-def negative_opening(task: Task, affirmative: str) -> Message:
-    return Message(
-        "user",
-        f"{affirmative}\n\nYou disagree with my answer. Provide your answer and reasons. {task.answer_instruction}",
-    )
+def negative_opening(affirmative: str) -> Message:
+    return Message("user", f"{affirmative}\n\nYou disagree with my answer. Provide your answer and reasons.")
 
 
 @template
-def rebuttal(task: Task, other: str) -> Message:
-    return Message(
-        "user",
-        f"{other}\n\nDo you agree with my perspective? Please provide your reasons and answer. {task.answer_instruction}",
-    )
+def rebuttal(other: str) -> Message:
+    return Message("user", f"{other}\n\nDo you agree with my perspective? Please provide your reasons and answer.")
 
 
 @template
 def moderator_system(task: Task, question: Question) -> str:
     return (
         "You are a moderator. There will be two debaters involved in a debate. They will present their answers "
-        f"and discuss their perspectives on the following topic: {task.render(question)}\nAt the end of each "
+        f'and discuss their perspectives on the following topic: "{task.render(question)}"\nAt the end of each '
         "round, you will evaluate answers and decide which is correct."
     )
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+ModeratorPrompt = Literal["liang", "strict", "confidence"]
+
+
+def ordinal(round_index: int) -> str:
+    """Round 0 is the "first" round, as Liang et al.'s round_dct words it (numbers beyond the tenth)."""
+    return ORDINALS[round_index] if round_index < len(ORDINALS) else f"{round_index + 1}th"
+
+
 @template
-def moderator_prompt(round_index: int, affirmative: str, negative: str, with_confidence: bool) -> Message:
+def moderator_prompt(round_index: int, affirmative: str, negative: str, variant: ModeratorPrompt = "liang") -> Message:
     fields = '"Whether there is a preference": "Yes or No", "Supported Side": "Affirmative or Negative", "Reason": "", "debate_answer": ""'
-    if with_confidence:
+    strict = ""
+    if variant != "liang":
         fields += ', "confidence": "0-100"'
+    if variant == "strict":
+        strict = (
+            " Also rate your confidence, from 0 to 100, that the final answer is correct. If you think further "
+            "rounds of debate may help improve the answer, leave debate_answer empty."
+        )
     return Message(
         "user",
-        f"Now the round {round_index + 1} of debate for both sides has ended.\n\nAffirmative side arguing: "
+        f"Now the {ordinal(round_index)} round of debate for both sides has ended.\n\nAffirmative side arguing:\n"
         f"{affirmative}\n\nNegative side arguing: {negative}\n\nYou, as the moderator, will evaluate both sides' "
         "answers and determine if there is a clear preference for an answer candidate. If so, please summarize "
         "your reasons for supporting affirmative/negative side and give the final answer that you think is "
-        "correct, and the debate will conclude. If not, the debate will continue to the next round. Now please "
-        f"output your answer in json format, with the format as follows: {{{fields}}}. Please strictly output in "
-        "JSON format, do not output irrelevant content.",
+        f"correct, and the debate will conclude. If not, the debate will continue to the next round.{strict} Now "
+        f"please output your answer in json format, with the format as follows: {{{fields}}}. Please strictly "
+        "output in JSON format, do not output irrelevant content.",
     )
 
 
@@ -163,8 +179,11 @@ async def moderate(debate: Debate, messages: Sequence[Message], name: str, round
         text, reading, calls = repaired.text, read_moderator(repaired.text), 2
         prompt, completion = prompt + repaired.prompt_tokens, completion + repaired.completion_tokens
         latency += repaired.latency_s
-    answer = debate.task.extract(reading.answer_text).answer if reading.answer_text is not None else None
-    return JudgeVerdict(text, answer, reading.confidence, prompt, completion, latency, reading.preference, calls)
+    task, question = debate.task, debate.question
+    answer = task.read_answer(reading.answer_text, question).answer if reading.answer_text is not None else None
+    return JudgeVerdict(
+        text, answer, reading.confidence, prompt, completion, latency, reading.preference, calls, reading.answer_text
+    )
 
 
 @register
@@ -173,6 +192,17 @@ class Liang(Schedule):
     rules after each round; at the cap a final judge lists the candidates and decides."""
 
     kind: Literal["liang"] = "liang"
+    moderator_prompt: ModeratorPrompt | None = Field(
+        default=None,
+        description="liang: the release's moderator prompt; strict: the stopping study's (asks a 0-100 "
+        "confidence, and to leave debate_answer empty when more rounds may help); confidence: the release's "
+        "plus a confidence field (moot 0.1's); unset: confidence when the stopping rule reads one, else liang",
+    )
+    final_judge: bool = Field(
+        default=True,
+        description="at the cap a final judge decides; false: the last moderator's debate_answer is scored "
+        "(the stopping study's prompt-matched control)",
+    )
     needs_helper = True
 
     def check(self, protocol: Any) -> None:
@@ -186,10 +216,13 @@ class Liang(Schedule):
             raise ValueError("initializer 'diverse' needs style 'peers' and pool_size >= agents")
 
     def describe(self, protocol: Any = None) -> str:
-        return "liang"
+        judge = "final judge at the cap" if self.final_judge else "no final judge: the last moderator answer counts"
+        prompt = self.prompt_variant(protocol) if protocol is not None else self.moderator_prompt or "auto"
+        return f"liang (moderator prompt: {prompt}; {judge})"
 
     def calls_per_round(self, protocol: Any) -> str:
-        return "2 debater calls + 1 moderator call (+1 if its JSON needs repair); 2 final-judge calls at the cap"
+        judge = "; 2 final-judge calls at the cap" if self.final_judge else ""
+        return f"2 debater calls + 1 moderator call (+1 if its JSON needs repair){judge}"
 
     def topology_text(self, protocol: Any) -> str:
         return "roles"
@@ -212,20 +245,24 @@ class Liang(Schedule):
             ]
         return messages
 
-    @staticmethod
-    def _moderator_prompt(debate: Debate, round_index: int, turns: Sequence[Turn]) -> Message:
-        strict = isinstance(debate.protocol.stopping, ModeratorConfidence)
-        return moderator_prompt(round_index, turns[0].text, turns[1].text, strict)
+    def prompt_variant(self, protocol: Any) -> ModeratorPrompt:
+        """The moderator prompt in use: the one set, else the one the stopping rule needs."""
+        if self.moderator_prompt is not None:
+            return self.moderator_prompt
+        return "confidence" if isinstance(protocol.stopping, ModeratorConfidence) else "liang"
+
+    def _moderator_prompt(self, debate: Debate, round_index: int, turns: Sequence[Turn]) -> Message:
+        return moderator_prompt(round_index, turns[0].text, turns[1].text, self.prompt_variant(debate.protocol))
 
     async def play(self, debate: Debate, round_index: int) -> RoundRecord:
-        task, r, histories = debate.task, round_index, debate.histories
+        r, histories = round_index, debate.histories
         affirmative, negative = debate.agents
         previous = debate.records[-1].turns if debate.records else None
         if previous is not None:
-            histories[0].append(rebuttal(task, previous[1].text))
+            histories[0].append(rebuttal(previous[1].text))
         first = await debate.speak(affirmative, histories[0], r)
         histories[0].append(Message("assistant", first.text))
-        histories[1].append(negative_opening(task, first.text) if previous is None else rebuttal(task, first.text))
+        histories[1].append(negative_opening(first.text) if previous is None else rebuttal(first.text))
         second = await debate.speak(negative, histories[1], r)
         histories[1].append(Message("assistant", second.text))
         turns = (first, second)
@@ -238,14 +275,15 @@ class Liang(Schedule):
         return RoundRecord(index=r, turns=turns, vote=vote, judge=verdict)
 
     async def finish(self, debate: Debate, stop_reason: str) -> JudgeVerdict | None:
-        """Liang's final judge at the cap: list the candidates, then decide (two calls, plus a repair)."""
-        if stop_reason != "max_rounds":
+        """Liang's final judge at the cap: list the candidates, then decide (two calls, plus a repair). It
+        reads the debaters' first-round answers, as the release does (their ``memory_lst[2]``)."""
+        if stop_reason != "max_rounds" or not self.final_judge:
             return None
-        task, question, last = debate.task, debate.question, debate.records[-1]
+        task, question, first = debate.task, debate.question, debate.records[0]
         r = len(debate.records)
         messages = [
             Message("system", moderator_system(task, question)),
-            judge_candidates_prompt(last.turns[0].text, last.turns[1].text),
+            judge_candidates_prompt(first.turns[0].text, first.turns[1].text),
         ]
         listed = await debate.ask(JUDGE_NAME, messages, r)
         messages += [Message("assistant", listed.text), judge_decision_prompt(task, question)]
@@ -259,4 +297,5 @@ class Liang(Schedule):
             verdict.latency_s + listed.latency_s,
             verdict.preference,
             verdict.calls + 1,
+            verdict.answer_text,
         )

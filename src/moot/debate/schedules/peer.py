@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from moot.backends.base import Message
 from moot.debate.diversity import diversity_measure
-from moot.debate.prompts import initial_messages
 from moot.debate.records import RetentionRecord, RoundRecord
 from moot.debate.registry import register
 from moot.debate.schedules import Schedule
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 def with_cues(debate: Debate, message: Message, previous: RoundRecord | None) -> Message:
     """``message`` with the protocol's cues: the last vote before it, the confidence request after it."""
     cues = debate.protocol.cues
-    before = "".join(c.prefix(previous) for c in cues) if previous is not None else ""
+    before = debate.protocol.history.cue_prefix(cues, previous) if previous is not None else ""
     return Message(message.role, before + message.content + "".join(c.instruction() for c in cues))
 
 
@@ -32,7 +31,7 @@ class Peers(Schedule):
     kind: Literal["peers"] = "peers"
 
     def start(self, debate: Debate) -> None:
-        debate.histories = [initial_messages(debate.task, debate.question, a.spec.persona) for a in debate.agents]
+        debate.histories = [debate.protocol.history.first_messages(debate, a) for a in debate.agents]
         for history in debate.histories:
             history[-1] = with_cues(debate, history[-1], None)
 
@@ -75,6 +74,8 @@ class Peers(Schedule):
         forwarded = 0
         for i, peer_ids in enumerate(protocol.topology.peers(protocol.agents)):
             peers = [turns[j] for j in peer_ids if j in chosen]
+            if not peers and kept.indices is not None and protocol.retention.refills:
+                peers = [turns[j] for j in peer_ids]  # DAR: an agent left with no kept peer hears them all
             forwarded += len(peers)
             messages = protocol.history.next_messages(debate, i, turns[i], peers)
             messages[-1] = with_cues(debate, messages[-1], previous)

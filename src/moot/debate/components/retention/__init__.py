@@ -2,13 +2,14 @@
 forwarded texts are never rewritten (DAR, Nguyen et al. 2026, and its baselines). One rule per module.
 
 The retained set is the same for every agent (each minus its own reply). A rule that cannot choose
-(an empty or invalid filter selection) keeps all, and the fallback is recorded.
+(an empty or invalid filter selection) keeps all, and the fallback is recorded. A rule that ``refills``
+(DAR's filters, as their get_new_message_global) gives an agent left with no kept peer all its peers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from moot.debate.records import RoundRecord
 from moot.debate.registry import Component
@@ -30,6 +31,7 @@ class Kept:
 
 class Retention(Component):
     family = "retention"
+    refills: ClassVar[bool] = False  # an agent whose peers were all dropped hears all of them
 
     async def keep(self, debate: Debate, previous: RoundRecord) -> Kept:
         """Which of ``previous``'s replies are forwarded into the next round."""

@@ -1,12 +1,20 @@
-"""DAR's filter (Nguyen et al. 2026): a helper call reads the replies labelled by agent ID and the last
-vote and returns the IDs to forward.
+"""DAR's filter (Nguyen et al. 2026): a helper call reads the previous round's replies labelled by agent
+ID (and the last vote, when its cue is on) and returns the IDs to forward.
 
-- ``dar``: the IDs whose opinions differ the most from each other and from the majority;
-- ``certain`` / ``similar``: the most certain replies, or those closest to the majority (DAR's ablations).
+The prompt is DAR's (DA2I2-SLM/DAR, src/dev.py build_filter_prompt_batch and
+build_normal_msg_with_ids_batch), whitespace included; the IDs are the agents' names, shown as the
+Python list DAR shows. The criteria:
+
+- ``dar``: DAR's ``filter_critical``, the opinions that differ the most and from the majority vote;
+- ``certain`` / ``similar``: DAR's ``filter_certain`` and ``filter_support`` ablations.
+
+The reply is read as DAR reads it (the last [...] list; IDs not among the agents are dropped; none left
+is the fallback to all), a little more leniently: unquoted names and 1-based agent numbers count too.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
@@ -22,33 +30,91 @@ if TYPE_CHECKING:
 
 
 @template
+def replies_with_ids(ids: Sequence[str], texts: Sequence[str], last_vote: str | None) -> str:
+    """DAR's build_normal_msg_with_ids_batch: each reply under its agent's ID, then the last vote (when shown)."""
+    text = "These are the recent opinions from other agents: Agent IDs and their responses:\n"
+    text += "".join(f"\n{agent_id}:\n{reply}\n" for agent_id, reply in zip(ids, texts, strict=True))
+    if last_vote is not None:
+        text += f"\nMajority vote from last round: {last_vote}\n"
+    return text
+
+
+@template
 def filter_messages(
-    criterion: str, question_text: str, turns: Sequence[Turn], last_vote: str | None
+    criterion: str, ids: Sequence[str], texts: Sequence[str], last_vote: str | None
 ) -> tuple[Message, ...]:
-    """The filter prompt (after DAR's filter_critical prompt): replies labelled by ID, the last vote."""
-    replies = "".join(f"\n\nagent_id {i}: ```{t.text}```" for i, t in enumerate(turns, 1))
-    prompt = (
-        f"Question: {question_text}\n\nResponses of the agents:{replies}\n\n"
-        f"Majority vote answer from this round: {last_vote if last_vote is not None else 'none'}\n\n"
-        "Your ONLY task is to choose a subset of agent_ids. Return ONLY a Python-style list of agent_ids, "
-        f"for example [1, 3]. Criteria: {criterion}."
-    )
-    return (Message("user", prompt),)
+    """DAR's ID filter prompt (build_filter_prompt_batch): the task, the valid IDs, the replies, the criterion."""
+    prompt = f"""
+    Your ONLY task is to choose a subset of agent_ids.
+    Return ONLY a Python-style list of agent_ids.
+    Valid agent IDs: {list(ids)}
+
+    Responses from agents: {replies_with_ids(ids, texts, last_vote)}
+    """
+    return (Message("user", prompt + criterion),)
 
 
-def parse_ids(text: str, n: int) -> list[int] | None:
-    """0-based indices from the last [...] list of agent IDs 1..n in ``text``; None if absent or invalid."""
-    lists = re.findall(r"\[([^\[\]]*)\]", text)
+_LIST = re.compile(r"\[(.*?)\]", re.DOTALL)
+_MAX_LIST = 100_000  # characters of a list read as a Python literal
+
+
+def _items(text: str) -> list[str] | None:
+    """The items of the last [...] list in ``text`` (as a Python literal, else split at commas); None if no list."""
+    lists = _LIST.findall(text)
     if not lists:
         return None
-    items = [item.strip().strip("'\"") for item in lists[-1].split(",") if item.strip()]
-    ids = []
+    inner = lists[-1]
+    try:
+        value = ast.literal_eval(f"[{inner}]") if len(inner) <= _MAX_LIST else None
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    if isinstance(value, list):
+        return [str(v).strip() for v in value]
+    return [item.strip().strip("'\"").strip() for item in inner.split(",")]
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split())
+
+
+def parse_selection(text: str, ids: Sequence[str], replies: Sequence[Sequence[str]] = ()) -> list[int] | None:
+    """0-based indices of the agents a filter reply keeps: the items of its last [...] list that are an
+    agent ID, a 1-based agent number or one of ``replies[i]`` (the texts agent i's reply may be quoted
+    as), whitespace aside. Items that are none of these are dropped, as DAR drops them; None when no
+    item is left (the fallback)."""
+    items = _items(text)
+    if items is None:
+        return None
+    by_reply = {_plain(r): i for i in reversed(range(len(replies))) for r in replies[i]}
+    kept = set()
     for item in items:
-        match = re.fullmatch(r"(?:agent[_ ]?(?:id)?\s*)?(\d+)", item, re.IGNORECASE)
-        if match is None or not 1 <= int(match.group(1)) <= n:
-            return None
-        ids.append(int(match.group(1)) - 1)
-    return sorted(set(ids)) or None
+        if item in ids:
+            kept.add(list(ids).index(item))
+        elif item.isdigit() and 1 <= int(item) <= len(ids):
+            kept.add(int(item) - 1)
+        elif _plain(item) in by_reply:
+            kept.add(by_reply[_plain(item)])
+    return sorted(kept) or None
+
+
+def agent_ids(turns: Sequence[Turn]) -> list[str]:
+    """The IDs the filter sees: the agents' names (DAR's are its agent names too), else Agent1..AgentN
+    when names repeat."""
+    names = [t.agent for t in turns]
+    return names if len(set(names)) == len(names) else [f"Agent{i}" for i in range(1, len(names) + 1)]
+
+
+def filter_inputs(debate: Debate, previous: RoundRecord) -> tuple[list[str], list[str], str | None]:
+    """The IDs, the replies as DAR's filter reads them (with the ANLL line when that cue is on) and the
+    last vote (only when the vote cue is on), written as the history's templates write answers."""
+    protocol, turns = debate.protocol, previous.turns
+    texts = [t.text + "".join(c.footnote(t) for c in protocol.cues) for t in turns]
+    vote = None
+    if protocol.vote_cue is not None:
+        winner = previous.vote.winner
+        templates = getattr(protocol.history, "templates", "task")
+        vote = debate.task.choi_wording(debate.question).answer(winner) if templates == "choi" else winner or ""
+    return agent_ids(turns), texts, vote
 
 
 class FilterRetention(Retention):
@@ -56,27 +122,28 @@ class FilterRetention(Retention):
 
     criterion: ClassVar[str]
     needs_helper = True
+    refills = True
 
     async def keep(self, debate: Debate, previous: RoundRecord) -> Kept:
-        turns, r = previous.turns, previous.index + 1
-        messages = filter_messages(self.criterion, debate.task.render(debate.question), turns, previous.vote.winner)
-        reply = await debate.ask(FILTER_NAME, messages, r)
-        return Kept(parse_ids(reply.text, len(turns)), reply.text, 1, reply.prompt_tokens, reply.completion_tokens)
+        ids, texts, vote = filter_inputs(debate, previous)
+        reply = await debate.ask(FILTER_NAME, filter_messages(self.criterion, ids, texts, vote), previous.index + 1)
+        kept = parse_selection(reply.text, ids)
+        return Kept(kept, reply.text, 1, reply.prompt_tokens, reply.completion_tokens)
 
 
 @register
 class DarFilter(FilterRetention):
     kind: Literal["dar"] = "dar"
-    criterion = "choose agents whose opinions differ the most from each other and differ from the majority vote answer"
+    criterion = "Criteria: choose agents whose opinions differ the most and differ to majority vote answer."
 
 
 @register
 class CertainFilter(FilterRetention):
     kind: Literal["certain"] = "certain"
-    criterion = "choose agents whose answers are the most certain and well-supported"
+    criterion = "Criteria: choose the most certain agents."
 
 
 @register
 class SimilarFilter(FilterRetention):
     kind: Literal["similar"] = "similar"
-    criterion = "choose agents whose opinions agree the most with the majority vote answer"
+    criterion = "Criteria: choose agents whose opinions are most similar to yours."

@@ -49,9 +49,10 @@ def judge_messages(task: Task, question: Question, turns: Sequence[Turn]) -> tup
 _CONFIDENCE = re.compile(r"confidence\W{0,4}(\d{1,3}(?:\.\d+)?)", re.IGNORECASE)
 
 
-def read_judge(task: Task, text: str) -> JudgeReading:
-    """Parse the judge's JSON (the last {...} object that parses); fall back to "confidence: N" and the
-    task's extractor. A confidence outside 0-100 is recorded as missing, never clipped."""
+def read_judge(task: Task, question: Question, text: str) -> JudgeReading:
+    """Parse the judge's JSON (the last {...} object that parses); its answer field is read as a stated
+    answer (a bare "B" is the letter B); fall back to "confidence: N" and the task's extractor on the
+    whole reply. A confidence outside 0-100 is recorded as missing, never clipped."""
     answer_text: str | None = None
     confidence: float | None = None
     for candidate in reversed(re.findall(r"\{[^{}]*\}", text)):
@@ -64,12 +65,16 @@ def read_judge(task: Task, text: str) -> JudgeReading:
             raw = data.get("confidence")
             confidence = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
             break
-    if confidence is None and (match := _CONFIDENCE.search(text)):
+    match = _CONFIDENCE.search(text)
+    if confidence is None and match is not None:
         confidence = float(match.group(1))
     if confidence is not None and not 0 <= confidence <= 100:
         confidence = None
-    answer = task.extract(answer_text if answer_text is not None else text).answer
-    return JudgeReading(answer, confidence)
+    if answer_text is not None:
+        extraction = task.read_answer(answer_text, question)
+    else:  # the whole reply, without its confidence statement (its number is not the answer)
+        extraction = task.read_reply(_CONFIDENCE.sub(" ", text), question)
+    return JudgeReading(extraction.answer, confidence)
 
 
 @register
@@ -80,7 +85,7 @@ class JudgeConfidence(Stopping):
 
     async def verdict(self, debate: Debate, turns: Sequence[Turn], round_index: int) -> JudgeVerdict | None:
         reply = await debate.ask(JUDGE_NAME, judge_messages(debate.task, debate.question, turns), round_index)
-        reading = read_judge(debate.task, reply.text)
+        reading = read_judge(debate.task, debate.question, reply.text)
         return JudgeVerdict(
             reply.text,
             reading.answer,

@@ -148,6 +148,8 @@ def test_calls_sessions_meta_and_conditions_are_typed(run: Path) -> None:
 # -- schema 1 -> 2 -------------------------------------------------------------------------------------------
 # tests/fixtures/store_v1.sqlite was written by moot's schema-1 code (before the typed read side) with the
 # experiment below; store_v1.report.md and store_v1.summary.json are what that code reported from it.
+# Since then one figure was corrected (issue 14): "dc" (a diverse round 0: 6 candidate calls, 3 kept) used 9
+# calls, not the 6 kept turns, so its and the total's used calls and tokens count its whole pool.
 V1_EXPERIMENT = {
     "name": "store-v1",
     "seeds": [0],
@@ -230,6 +232,25 @@ def test_a_schema_1_store_is_migrated_and_reports_as_before(tmp_path: Path, v1_p
         store.close()
     assert schema_version(path) == SCHEMA_VERSION
     RunStore.open(path).close()  # opening a migrated store again changes nothing
+
+
+def test_reading_a_schema_1_store_migrates_a_copy_in_memory_and_leaves_the_file(
+    tmp_path: Path, v1_presets: None
+) -> None:
+    """``moot report`` / ``export`` read an old store as a migrated one without changing the file."""
+    path = v1_store(tmp_path)
+    before = path.read_bytes()
+    store = RunStore.read(path)
+    try:
+        meta = store.run_meta()
+        assert (meta.schema_version, meta.migrated_from) == (SCHEMA_VERSION, 1)
+        assert store.results() and all(r.result.protocol for r in store.results())
+        with pytest.raises(StoreError, match=f"cannot write {path}: it or its folder is read-only"):
+            store.set_meta("status", "tampered")
+    finally:
+        store.close()
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.glob("v1*")) == ["v1.sqlite"]
+    assert schema_version(path) == 1
 
 
 def test_a_migrated_store_reads_as_a_new_run_and_resumes(tmp_path: Path, v1_presets: None) -> None:

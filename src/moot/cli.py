@@ -39,8 +39,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Options shared by `run` and `ask`. None means "not given": the library default applies,
 # and `run EXPERIMENT.toml` can tell that no option competes with the file.
-Agents = Annotated[int | None, typer.Option("--agents", "-n", help="Number of agents (default: the preset's).")]
-Rounds = Annotated[int | None, typer.Option("--rounds", "-r", help="Rounds, counting round 0 (default: the preset's).")]
+Agents = Annotated[
+    int | None, typer.Option("--agents", "-n", help="Number of agents (default: the preset's; at most 64).")
+]
+Rounds = Annotated[
+    int | None, typer.Option("--rounds", "-r", help="Rounds, counting round 0 (default: the preset's; at most 50).")
+]
 TieRuleOpt = Annotated[
     str | None,
     typer.Option(help="Majority tie rule: first (earliest agent, default), random (seeded), abstain."),
@@ -78,7 +82,8 @@ Settings = Annotated[
     typer.Option(
         "--set",
         help="A component setting, KEY=VALUE as in an experiment file's condition, repeatable: "
-        "--set retention=dar --set 'stopping={kind=\"consensus\", fraction=0.6}' (see `moot protocols components`).",
+        "--set retention=dar --set 'stopping={kind=\"consensus\", fraction=0.6}' (see `moot protocols components`; "
+        "a diverse initialiser's pool_size is at most 256).",
     ),
 ]
 
@@ -133,13 +138,29 @@ def run(
         typer.Option(help='The task\'s questions from "hub" (Hugging Face) or a local JSONL/CSV file in its schema.'),
     ] = None,
     questions: Annotated[
-        int | None, typer.Option("--questions", "-q", help="Number of questions (default: 5).")
+        int | None,
+        typer.Option(
+            "--questions",
+            "-q",
+            help="Number of questions (default: 5; at most the task's, or 100,000 for a generated task).",
+        ),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="The run's SQLite store (default: runs/<name>-<config hash>.sqlite)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="The run's SQLite store, in an existing folder (default: runs/<name>-<config hash>.sqlite).",
+        ),
     ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Make every call afresh, even if stored.")] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Make every call afresh, even if stored: stored calls are kept beside the new ones (round 0 "
+            "is still shared between conditions).",
+        ),
+    ] = False,
     retry_errors: Annotated[
         bool, typer.Option("--retry-errors", help="Run again the questions stored with status error.")
     ] = False,
@@ -158,7 +179,7 @@ def run(
     """
     from moot.errors import ConfigError
     from moot.runner.config import load_experiment
-    from moot.runner.experiment import Experiment, RunOptions, default_output
+    from moot.runner.experiment import Experiment, RunOptions, check_output, default_output
     from moot.runner.options import AgentOptions
 
     options = AgentOptions.of(**shared)
@@ -173,8 +194,11 @@ def run(
     if no_share_round0:
         config = config.model_copy(update={"share_round0": False})
     if concurrency is not None:
+        if concurrency < 1:
+            raise ConfigError(f"option --concurrency: must be a positive integer, got {concurrency}")
         config = config.model_copy(update={"concurrency": concurrency})
     path = output or config.output or default_output(config)
+    check_output(path)
     resumed = path.exists()
     exp = Experiment(config, path)
     try:
@@ -485,9 +509,13 @@ def tasks() -> None:
 def runs(
     directory: Annotated[Path, typer.Argument(help="Folder holding run stores.")] = Path("runs"),
 ) -> None:
-    """List the runs in a folder with their status and progress."""
+    """List the runs in a folder with their status and progress (read-only: nothing is written).
+
+    A run killed before it ended is shown as interrupted; rerun it to resume."""
     from moot.runner.store import RunStore, StoreError
 
+    if not directory.is_dir():
+        raise MootError(f"{directory} is not a folder")
     table = Table()
     for column in ("run", "name", "status", "results", "errors", "model calls", "created", "moot"):
         table.add_column(column)
@@ -495,7 +523,7 @@ def runs(
 
     for path in sorted(directory.glob("*.sqlite")):
         try:
-            store = RunStore.open(path)
+            store = RunStore.read(path)
         except StoreError as exc:
             table.add_row(str(path), "", f"[red]unreadable[/]: {escape(str(exc))}", "", "", "", "", "")
             continue
@@ -528,12 +556,22 @@ def export(
     table: Annotated[
         str, typer.Option(help="results, turns, calls, call_errors, questions, sessions or conditions.")
     ] = "results",
-    out: Annotated[Path | None, typer.Option("--out", help="Output file (default: next to the run).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output file (default: next to the run, RUN.TABLE.FORMAT, replaced when it exists). "
+            "An existing file is replaced only with --force; a run store never is.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing --out file (never a run store or the run).")
+    ] = False,
 ) -> None:
-    """Export a table of a run as JSON lines, CSV or Parquet."""
+    """Export a table of a run as JSON lines, CSV or Parquet (the run is read, never written)."""
     from moot.runner.export import export_table
 
-    target = export_table(run_path, table, format, out)
+    target = export_table(run_path, table, format, out, force=force)
     console.print(f"wrote {target}")
 
 

@@ -1,8 +1,16 @@
 """Errors that moot reports to a user as one clear line."""
 
+from moot.redact import redact
+
 
 class MootError(Exception):
-    """Base class: the message is meant to be shown to the user as is."""
+    """Base class: the message is meant to be shown to the user as is.
+
+    Its message is redacted when the error is created (moot.redact): a credential that a server echoes
+    in an error, or that a URL in the message carries, never reaches a store, a report or the terminal."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(MootError):

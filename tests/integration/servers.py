@@ -2,6 +2,7 @@
 
 import json
 import socket
+from urllib.parse import urlsplit
 
 SERVER_KEY_ENV = "MOOT_TEST_SERVER_KEY"
 SERVER_KEY = "test-key-not-a-secret"
@@ -14,24 +15,107 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# Faults in the reply's body: the server answers, but not with a chat completion (see FaultProxy).
+BODY_FAULTS = (
+    "truncated",  # the JSON cut in half (HTTP framing intact)
+    "bad-utf8",  # bytes that are not UTF-8 inside the message content
+    "html",  # HTTP 200 with a text/html page (a captive portal, a misrouted proxy)
+    "wrong-choices",  # "choices": "x"
+    "wrong-usage",  # token counts as strings
+    "wrong-content",  # the message content a number
+    "null-content",  # the message content null
+)
+ECHO_KEY = "echo-key-401"  # HTTP 401 whose message echoes the Authorization header it was sent
+FAULT_KINDS: tuple[str | int, ...] = (*BODY_FAULTS, ECHO_KEY, 500, 503, 429, "drop")
+HTML_PAGE = b"<html><head><title>Sign in</title></head><body><h1>Wi-Fi login required</h1></body></html>"
+CANNED_MODEL = "canned"
+
+
+def mixed_faults(rate: float, count: int, seed: int = 0) -> list[str | int]:
+    """The faults of ``count`` requests: a share ``rate`` of them faulty, evenly spread (request i is
+    faulty when floor((i + 1) * rate) > floor(i * rate)), the faults cycling through every kind of
+    FAULT_KINDS in an order shuffled per cycle (seeded), so that 12 / rate requests hold each kind."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    kinds: list[str | int] = []
+    faults: list[str | int] = []
+    for i in range(count):
+        if math.floor((i + 1) * rate) == math.floor(i * rate):
+            faults.append("pass")
+            continue
+        if not kinds:
+            kinds = list(FAULT_KINDS)
+            rng.shuffle(kinds)
+        faults.append(kinds.pop())
+    return faults
+
+
+def canned_completion(text: str) -> bytes:
+    """A valid chat completion whose message is ``text``."""
+    return json.dumps(
+        {
+            "id": "chatcmpl-canned",
+            "object": "chat.completion",
+            "created": 0,
+            "model": CANNED_MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": len(text.split()), "total_tokens": 7},
+        }
+    ).encode()
+
+
+def body_fault(kind: str, payload: bytes) -> tuple[str, bytes]:
+    """(content type, body) of the reply ``payload`` (a valid chat completion) spoilt by fault ``kind``."""
+    if kind == "truncated":
+        return "application/json", payload[: len(payload) // 2]
+    if kind == "html":
+        return "text/html; charset=utf-8", HTML_PAGE
+    data = json.loads(payload)
+    message = data["choices"][0]["message"]
+    if kind == "bad-utf8":
+        message["content"] = "@@BYTES@@" + str(message.get("content"))
+        return "application/json", json.dumps(data).encode().replace(b"@@BYTES@@", b"\xff\xfe\xc3")
+    if kind == "wrong-choices":
+        data["choices"] = "x"
+    elif kind == "wrong-usage":
+        data["usage"] = {k: str(v) for k, v in data["usage"].items()}
+    elif kind == "wrong-content":
+        message["content"] = 42
+    elif kind == "null-content":
+        message["content"] = None
+    else:
+        raise ValueError(f"unknown body fault {kind!r}")
+    return "application/json", json.dumps(data).encode()
+
+
 class FaultProxy:
     """A real HTTP proxy on 127.0.0.1 in front of a real server that injects failures.
 
     ``faults`` is consumed one entry per chat-completion request: "pass", an HTTP status
     such as 429 or 503 (answered by the proxy with a JSON error), "drop" (close the
-    connection without answering) or "slow:<seconds>" (wait, then pass). When it is
-    empty, requests pass. ``seen`` counts chat-completion requests.
+    connection without answering), "slow:<seconds>" (wait, then pass), one of BODY_FAULTS
+    (the upstream's reply, spoilt) or ECHO_KEY (a 401 echoing the request's key, as some
+    servers do). When it is empty, requests pass. ``seen`` counts chat-completion requests,
+    ``injected`` the faults injected, by kind.
+
+    Without an upstream it is itself the server: the model list names CANNED_MODEL, and every
+    chat completion that passes answers ``canned_text`` (for unit tests without a model).
     """
 
-    def __init__(self, upstream: str, faults: list[str | int] | None = None):
+    def __init__(
+        self, upstream: str | None, faults: list[str | int] | None = None, canned_text: str = "The answer is 4."
+    ):
         import http.server
         import threading
         import urllib.error
         import urllib.request
 
-        self.upstream = upstream.rstrip("/")
+        self.upstream = upstream.rstrip("/") if upstream else None
         self.faults: list[str | int] = list(faults or [])
         self.seen = 0
+        self.injected: dict[str, int] = {}
         self.bodies: list[dict[str, object]] = []  # every chat-completion request, as sent
         proxy = self
 
@@ -39,7 +123,18 @@ class FaultProxy:
             def log_message(self, *args: object) -> None:
                 return None
 
-            def _forward(self, body: bytes | None) -> None:
+            def _answer(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _upstream(self, body: bytes | None) -> tuple[int, bytes]:
+                if proxy.upstream is None:
+                    if urlsplit(self.path).path.endswith("/models"):
+                        return 200, json.dumps({"object": "list", "data": [{"id": CANNED_MODEL}]}).encode()
+                    return 200, canned_completion(canned_text)
                 request = urllib.request.Request(
                     proxy.upstream + self.path.removeprefix("/v1"),
                     data=body,
@@ -48,14 +143,12 @@ class FaultProxy:
                 )
                 try:
                     with urllib.request.urlopen(request, timeout=300) as response:
-                        status, payload = response.status, response.read()
+                        return response.status, response.read()
                 except urllib.error.HTTPError as error:
-                    status, payload = error.code, error.read()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                    return error.code, error.read()
+
+            def _forward(self, body: bytes | None) -> None:
+                self._answer(*self._upstream(body))
 
             def do_GET(self) -> None:
                 self._forward(None)
@@ -63,10 +156,25 @@ class FaultProxy:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 fault: str | int = "pass"
-                if self.path.endswith("/chat/completions"):
+                if urlsplit(self.path).path.endswith("/chat/completions"):
                     proxy.seen += 1
                     proxy.bodies.append(json.loads(body))
                     fault = proxy.faults.pop(0) if proxy.faults else "pass"
+                    if fault != "pass":
+                        proxy.injected[str(fault)] = proxy.injected.get(str(fault), 0) + 1
+                if fault in BODY_FAULTS:
+                    status, payload = self._upstream(body)
+                    if status != 200:  # nothing to spoil: the upstream's own error passes
+                        self._answer(status, payload)
+                        return
+                    content_type, spoilt = body_fault(str(fault), payload)
+                    self._answer(200, spoilt, content_type)
+                    return
+                if fault == ECHO_KEY:
+                    sent = self.headers.get("Authorization", "")
+                    error = {"message": f"Incorrect API key provided: {sent}", "code": "invalid_api_key"}
+                    self._answer(401, json.dumps({"error": error}).encode())
+                    return
                 if isinstance(fault, int):
                     payload = f'{{"error": {{"message": "injected {fault}", "code": {fault}}}}}'.encode()
                     self.send_response(fault)

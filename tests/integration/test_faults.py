@@ -16,7 +16,7 @@ from moot.errors import BackendError
 from moot.runner.config import parse_experiment
 from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.store import RunStore
-from tests.integration.servers import SERVER_KEY, SERVER_KEY_ENV, FaultProxy
+from tests.integration.servers import ECHO_KEY, FAULT_KINDS, SERVER_KEY, SERVER_KEY_ENV, FaultProxy
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 
@@ -118,3 +118,45 @@ async def test_requests_per_minute_spaces_request_starts(proxy: FaultProxy) -> N
     await client.aclose()
     assert len(reply.samples) == 4 and proxy.seen == 4
     assert time.monotonic() - start >= 0.75
+
+
+def test_a_run_completes_through_every_fault_kind_with_its_errors_counted(proxy: FaultProxy, tmp_path: Path) -> None:
+    """Every fault kind (malformed bodies, null content, a 401 echoing the key, 5xx, 429, a dropped
+    connection), each followed by a good reply: every retryable fault is retried and answered, the 401
+    is one question's error (its key masked), and the run completes."""
+    config = parse_experiment(
+        {
+            "name": "mixed-faults",
+            "concurrency": 1,  # questions in order; a question's two agents still call at once
+            "tasks": [{"name": "arithmetic", "count": 5}],
+            "agent": {
+                "backend": {
+                    "kind": "openai",
+                    "base_url": proxy.url,
+                    "model": "qwen-test",
+                    "api_key_env": SERVER_KEY_ENV,
+                    "max_retries": 2,
+                },
+                "sampling": {"temperature": 0.0, "max_tokens": 32},
+            },
+            "conditions": [{"name": "society", "protocol": "society", "agents": 2, "rounds": 2}],
+        }
+    )
+    kinds = [kind for kind in FAULT_KINDS if kind != ECHO_KEY] + [ECHO_KEY]
+    proxy.faults = [entry for kind in kinds for entry in (kind, "pass")]
+    path = tmp_path / "run.sqlite"
+    outcome = asyncio.run(run_experiment(config, path))
+    assert proxy.faults == [] and proxy.injected == {str(kind): 1 for kind in kinds}
+    assert outcome.ran == 5 and outcome.errors == 1  # the 401 only: every other fault was retried
+    store = RunStore.open(path)
+    try:
+        assert store.meta()["status"] == "complete"
+        status = [(r["status"], r["error"]) for r in store.rows("results")]
+        errors = [e for s, e in status if s == "error"]
+        assert len(status) == 5 and len(errors) == 1
+        assert errors[0] == f"{proxy.url} answered HTTP 401: Incorrect API key provided: Bearer ***"
+        retries = proxy.seen - store.count("calls") - store.count("call_errors")
+        assert retries == len(kinds) - 1
+    finally:
+        store.close()
+    assert SERVER_KEY.encode() not in path.read_bytes()

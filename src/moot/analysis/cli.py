@@ -46,13 +46,25 @@ def report(
     run: Run,
     html: Annotated[
         Path | None,
-        typer.Option("--html", help="Where to write the HTML report (default: next to the run, .report.html)."),
+        typer.Option(
+            "--html",
+            help="Where to write the HTML report (default: next to the run, RUN.report.html, replaced when it "
+            "exists). An existing file is replaced only with --force; a run store never is.",
+        ),
     ] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Write no HTML file.")] = False,
     markdown: Annotated[
         Path | None,
-        typer.Option("--markdown", "--md", help="Also write the tables as Markdown to this file ('-': stdout)."),
+        typer.Option(
+            "--markdown",
+            "--md",
+            help="Also write the tables as Markdown to this file ('-': stdout); an existing file only with --force.",
+        ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace an existing --html or --markdown file (never a run store or the run)."),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no tables in the terminal.")] = False,
     seed: Seed = 0,
     resamples: Resamples = 10_000,
@@ -61,14 +73,21 @@ def report(
 
     The question is the unit: repeated seeds are combined per question (per-seed figures and mean ± std
     over seeds are shown beside). Prints the tables and writes one self-contained HTML file: tables,
-    plots, every debate's transcript.
+    plots, every debate's transcript. The run is read, never written.
     """
     from moot.analysis.render import print_report, report_markdown
     from moot.analysis.report import build_report
+    from moot.errors import MootError
+    from moot.outputs import check_output, write_output
 
+    to_stdout = markdown is not None and str(markdown) == "-"
+    html_path = None if no_html else html or default_html_path(run)
+    if html_path is not None:  # checked before any work
+        check_output(html_path, force=force, default=html is None, reading=run)
+    if markdown is not None and not to_stdout:
+        check_output(markdown, force=force, reading=run)
     result = build_report(run, seed=seed, resamples=resamples)
     console = _console()
-    to_stdout = markdown is not None and str(markdown) == "-"
 
     def say(message: str) -> None:
         if to_stdout:
@@ -81,13 +100,18 @@ def report(
     elif not quiet:
         print_report(result, console)
     if markdown is not None and not to_stdout:
+        text = report_markdown(result)
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(report_markdown(result), encoding="utf-8")
+        write_output(markdown, lambda path: path.write_text(text, encoding="utf-8"))
         say(f"Markdown written to {markdown}")
-    if not no_html:
+    if html_path is not None:
         from moot.analysis.html import write_html
 
-        say(f"HTML report written to {write_html(result, html or default_html_path(run))}")
+        try:
+            written = write_html(result, html_path)
+        except OSError as exc:
+            raise MootError(f"cannot write {html_path}: {exc.strerror or exc}") from None
+        say(f"HTML report written to {written}")
 
 
 @reports_errors

@@ -1,19 +1,35 @@
-"""The report as one self-contained HTML file: tables, embedded plots and a transcript viewer.
+"""The report as a self-contained HTML file: tables, embedded plots and a transcript viewer.
 
 Works offline: CSS and JavaScript are inline, plots are base64 PNGs, nothing is fetched. Every
 piece of model text goes through Jinja's autoescaping, and a Content-Security-Policy allows only
 the page's own script (by its sha256) and data: images, so a reply containing markup shows as
 text and cannot run.
+
+A large run's transcripts are paged (``write_html``): the report's page holds the statistics, the
+plots and the first ``PAGE_SIZE`` transcripts; the others go to pages of ``PAGE_SIZE`` beside it
+(REPORT-files/transcripts-0002.html, ...), each as self-contained as the report, with the same
+filters and policy, linked from the report and from each other. Transcripts are rendered one at a
+time and pages streamed to disk, so the file and the memory of writing it stay bounded.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
 import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 from moot.analysis.formatting import fixed
 from moot.analysis.report import Report
+
+PAGE_SIZE = 500  # transcripts on the report's page and on each further page of a large run
+PAGE_BYTES = 8 * 2**20  # a page also closes before its transcripts pass 8 MiB (long replies)
 
 SCRIPT = """
 (function () {
@@ -83,44 +99,24 @@ pre { white-space: pre-wrap; word-break: break-word; background: #f4f6f8; paddin
 .retention { margin: .2rem 0 .4rem 1rem; color: #3d4754; }
 .retention summary { color: #5b6675; cursor: pointer; font-size: .9em; }
 .retained { font-size: .9em; color: #3d4754; }
+nav.pages { display: flex; flex-wrap: wrap; gap: .3rem 1rem; margin: .4rem 0 1rem; }
 [hidden] { display: none !important; }
 """
 
-TEMPLATE = """<!DOCTYPE html>
+HEAD = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy"
       content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{{ script_hash }}'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>moot report: {{ report.name }}</title>
+<title>moot report: {{ report.name }}{{ title_suffix }}</title>
 <style>{{ style }}</style>
 </head>
 <body>
-<h1>moot report: {{ report.name }}</h1>
-{% for line in header %}<p class="meta">{{ line }}</p>{% endfor %}
-<nav><a href="#plots">Plots</a>{% for s in sections %}<a href="#task-{{ loop.index }}">Task {{ s.task }}</a>{% endfor %}<a href="#transcripts">Transcripts</a></nav>
+"""
 
-<h2 id="plots">Plots</h2>
-<div class="plots">
-{% for p in plots %}<figure data-key="{{ p.key }}"><img alt="{{ p.title }}" src="{{ p.data_uri }}"><figcaption>{{ p.title }}</figcaption></figure>
-{% endfor %}</div>
-
-{% for s in sections %}
-<h2 id="task-{{ loop.index }}">Task {{ s.task }}</h2>
-{% for t in s.tables %}
-<h3>{{ t.title }}</h3>
-<table class="data" data-task="{{ s.task }}" data-key="{{ t.key }}">
-{% set numeric = numeric_columns(t) %}
-<thead><tr>{% for c in t.columns %}<th{% if numeric[loop.index0] %} class="num"{% endif %}>{{ c }}</th>{% endfor %}</tr></thead>
-<tbody>{% for row in t.rows %}<tr>{% for cell in row %}<td{% if numeric[loop.index0] %} class="num"{% endif %}>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody>
-</table>
-{% if t.note %}<p class="note">{{ t.note }}</p>{% endif %}
-{% endfor %}
-{% endfor %}
-
-<h2 id="transcripts">Transcripts</h2>
-<div class="filters">
+FILTERS = """<div class="filters">
 {% if tasks|length > 1 %}<label>Task <select id="f-task"><option value="">all</option>{% for t in tasks %}<option value="{{ t }}">{{ t }}</option>{% endfor %}</select></label>{% endif %}
 <label>Condition <select id="f-condition"><option value="">all</option>{% for c in report.condition_names %}<option value="{{ c }}">{{ c }}</option>{% endfor %}</select></label>
 <label>Final answer <select id="f-correct"><option value="">all</option><option value="1">right</option><option value="0">wrong</option></select></label>
@@ -128,8 +124,10 @@ TEMPLATE = """<!DOCTYPE html>
 <button id="expand-all" type="button">expand shown</button><button id="collapse-all" type="button">collapse all</button>
 <span id="f-count"></span>
 </div>
-{% for t in report.transcripts %}
-<details class="transcript {{ 'right' if t.correct else 'wrong' }}" data-task="{{ t.task }}" data-condition="{{ t.condition }}"
+"""
+
+# one transcript (a <details> element): rendered one at a time, so a large run's pages stream
+TRANSCRIPT = """<details class="transcript {{ 'right' if t.correct else 'wrong' }}" data-task="{{ t.task }}" data-condition="{{ t.condition }}"
          data-correct="{{ 1 if t.correct else 0 }}" data-changed="{{ 1 if t.changed else 0 }}" data-question="{{ t.question_id }}">
 <summary>{% if t.correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}
 <b>{{ t.question_id }}</b> (seed {{ t.seed }}{% if tasks|length > 1 %}, {{ t.task }}{% endif %}) · <b>{{ t.condition }}</b>
@@ -180,39 +178,223 @@ TEMPLATE = """<!DOCTYPE html>
 <p>Final answer <b>{{ t.final_answer if t.final_answer is not none else '·' }}</b> ({{ t.status }}) after {{ t.rounds_used }} round{{ 's' if t.rounds_used != 1 }}; stop reason: {{ t.stop_reason }}.</p>
 </div>
 </details>
+"""
+
+PAGES_NOTE = """{% if pages %}<p class="note" id="pages-note">This page shows transcripts {{ "{:,}".format(first) }}–{{ "{:,}".format(last) }} of {{ "{:,}".format(total) }}; the filters apply to the transcripts on this page. The others are on pages beside this report, in <code>{{ folder }}/</code>:</p>
+<nav class="pages">{% for p in pages %}<a href="{{ p.href }}">page {{ p.number }}: {{ "{:,}".format(p.first) }}–{{ "{:,}".format(p.last) }}</a>{% endfor %}</nav>{% endif %}
+"""
+
+TEMPLATE = (
+    HEAD
+    + """<h1>moot report: {{ report.name }}</h1>
+{% for line in header %}<p class="meta">{{ line }}</p>{% endfor %}
+<nav><a href="#plots">Plots</a>{% for s in sections %}<a href="#task-{{ loop.index }}">Task {{ s.task }}</a>{% endfor %}<a href="#transcripts">Transcripts</a></nav>
+
+<h2 id="plots">Plots</h2>
+<div class="plots">
+{% for p in plots %}<figure data-key="{{ p.key }}"><img alt="{{ p.title }}" src="{{ p.data_uri }}"><figcaption>{{ p.title }}</figcaption></figure>
+{% endfor %}</div>
+
+{% for s in sections %}
+<h2 id="task-{{ loop.index }}">Task {{ s.task }}</h2>
+{% for t in s.tables %}
+<h3>{{ t.title }}</h3>
+<table class="data" data-task="{{ s.task }}" data-key="{{ t.key }}">
+{% set numeric = numeric_columns(t) %}
+<thead><tr>{% for c in t.columns %}<th{% if numeric[loop.index0] %} class="num"{% endif %}>{{ c }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in t.rows %}<tr>{% for cell in row %}<td{% if numeric[loop.index0] %} class="num"{% endif %}>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+</table>
+{% if t.note %}<p class="note">{{ t.note }}</p>{% endif %}
 {% endfor %}
+{% endfor %}
+
+<h2 id="transcripts">Transcripts</h2>
+"""
+    + PAGES_NOTE
+    + FILTERS
+    + """{{ transcripts }}
 <script>{{ script }}</script>
 </body>
 </html>
 """
+)
+
+# a further page of a large report's transcripts, linked from the report and from its neighbours
+PAGE = (
+    HEAD
+    + """<h1>moot report: {{ report.name }}</h1>
+<p class="meta">Transcripts {{ "{:,}".format(first) }}–{{ "{:,}".format(last) }} of {{ "{:,}".format(total) }} (page {{ number }})</p>
+{% set links %}<nav class="pages"><a href="{{ report_href }}">the report</a><a href="{{ previous_href }}">previous page</a>{% if next_href %}<a href="{{ next_href }}">next page</a>{% endif %}</nav>{% endset %}{{ links }}
+"""
+    + FILTERS
+    + """{{ transcripts }}
+{{ links }}
+<script>{{ script }}</script>
+</body>
+</html>
+"""
+)
 
 
-def report_html(report: Report) -> str:
-    """The whole report as one HTML document."""
+@dataclass(frozen=True)
+class TranscriptPage:
+    """A further page of a large report's transcripts: its number (the report's own page is 1), the
+    1-based indices of its first and last transcript, and its address from the report's page."""
+
+    number: int
+    first: int
+    last: int
+    href: str
+
+
+def pages_folder(path: Path) -> Path:
+    """Where ``write_html`` puts a large report's further transcript pages: beside the report, in
+    REPORT-files/ (runs/NAME.report.html: runs/NAME.report-files/)."""
+    return path.with_name(path.stem + "-files")
+
+
+def page_name(number: int) -> str:
+    return f"transcripts-{number:04d}.html"
+
+
+PAGE_FILE = re.compile(r"transcripts-(\d{4,})\.html")
+
+
+@functools.cache
+def _templates() -> dict[str, Any]:
     from jinja2 import Environment
+
+    environment = Environment(autoescape=True, trim_blocks=False, lstrip_blocks=False)
+    return {
+        name: environment.from_string(text) for name, text in (("main", TEMPLATE), ("page", PAGE), ("one", TRANSCRIPT))
+    }
+
+
+def _common(report: Report) -> dict[str, Any]:
+    from markupsafe import Markup
+
+    return {
+        "report": report,
+        "tasks": [t.task for t in report.tasks],
+        "fixed": fixed,
+        "style": Markup(STYLE),
+        "script": Markup(SCRIPT),
+        "script_hash": SCRIPT_HASH,
+        "title_suffix": "",
+    }
+
+
+def _pages(report: Report, page_size: int | None, page_bytes: int | None) -> Iterator[tuple[list[str], int, int]]:
+    """The transcripts' HTML, one transcript at a time, in pages: (their HTML, first index, last index), the
+    indices 1-based. A page closes at ``page_size`` transcripts, or before the one that would take it past
+    ``page_bytes`` (None: no limit). The first page is always yielded, even with no transcript."""
+    one = _templates()["one"]
+    tasks = [t.task for t in report.tasks]
+    page: list[str] = []
+    size, first = 0, 1
+    for i, t in enumerate(report.transcripts, 1):
+        html = one.render(t=t, tasks=tasks, fixed=fixed)
+        n = len(html.encode("utf-8"))
+        full = page_size is not None and len(page) >= page_size
+        if page and (full or (page_bytes is not None and size + n > page_bytes)):
+            yield page, first, i - 1
+            page, size, first = [], 0, i
+        page.append(html)
+        size += n
+    yield page, first, first + len(page) - 1
+
+
+def _main_context(
+    report: Report, transcripts: list[str], last: int, pages: list[TranscriptPage], folder: str
+) -> dict[str, Any]:
     from markupsafe import Markup
 
     from moot.analysis.plots import plots
     from moot.analysis.render import header_lines
     from moot.analysis.tables import numeric_columns, sections
 
-    environment = Environment(autoescape=True, trim_blocks=False, lstrip_blocks=False)
-    template = environment.from_string(TEMPLATE)
-    return template.render(
-        report=report,
-        header=header_lines(report),
-        sections=sections(report),
-        plots=plots(report),
-        tasks=[t.task for t in report.tasks],
-        fixed=fixed,
-        numeric_columns=numeric_columns,
-        style=Markup(STYLE),
-        script=Markup(SCRIPT),
-        script_hash=SCRIPT_HASH,
-    )
+    return _common(report) | {
+        "header": header_lines(report),
+        "sections": sections(report),
+        "plots": plots(report),
+        "numeric_columns": numeric_columns,
+        "transcripts": Markup("\n".join(transcripts)),
+        "pages": pages,
+        "first": 1,
+        "last": last,
+        "total": len(report.transcripts),
+        "folder": folder,
+    }
 
 
-def write_html(report: Report, path: Path) -> Path:
+def report_html(report: Report) -> str:
+    """The whole report as one HTML document, every transcript on it (``write_html`` pages a large run's)."""
+    transcripts, _, last = next(_pages(report, None, None))
+    return str(_templates()["main"].render(_main_context(report, transcripts, last, [], "")))
+
+
+def _write(path: Path, template: Any, context: dict[str, Any]) -> None:
+    """Render ``template`` into ``path`` as a stream (no whole page in memory), whole or not at all."""
+    from moot.outputs import write_output
+
+    write_output(path, lambda target: template.stream(context).dump(str(target), encoding="utf-8"))
+
+
+def write_html(
+    report: Report, path: Path, page_size: int | None = PAGE_SIZE, page_bytes: int | None = PAGE_BYTES
+) -> Path:
+    """Write the report's HTML at ``path`` and return it.
+
+    A run with at most ``page_size`` transcripts (and at most ``page_bytes`` of them) gets one
+    self-contained file. A larger run's report page holds the statistics, plots and its first
+    ``page_size`` transcripts; the others go to further pages of at most ``page_size`` (and
+    ``page_bytes``) each, in ``pages_folder(path)`` (transcripts-0002.html, ...), linked from the report
+    and from each other. Transcripts are read from the store and written one page at a time, so neither
+    the file nor the memory of writing it grows with the run (a 20,000-question run: see
+    benchmarks/report_size.py). Pages left there by an earlier, longer report are removed."""
+    from markupsafe import Markup
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report_html(report), encoding="utf-8")
+    folder = pages_folder(path)
+    pages = _pages(report, page_size, page_bytes)
+    first_page, _, first_last = next(pages)
+    listed: list[TranscriptPage] = []
+    report_href = "../" + quote(path.name)
+    pending = next(pages, None)
+    number = 2
+    while pending is not None:
+        following = next(pages, None)
+        transcripts, first, last = pending
+        folder.mkdir(exist_ok=True)
+        previous = report_href + "#transcripts" if number == 2 else page_name(number - 1)
+        context = _common(report) | {
+            "title_suffix": f" (transcripts {first:,}–{last:,})",
+            "transcripts": Markup("\n".join(transcripts)),
+            "first": first,
+            "last": last,
+            "total": len(report.transcripts),
+            "number": number,
+            "report_href": report_href,
+            "previous_href": previous,
+            "next_href": page_name(number + 1) if following is not None else None,
+        }
+        _write(folder / page_name(number), _templates()["page"], context)
+        listed.append(TranscriptPage(number, first, last, quote(folder.name) + "/" + page_name(number)))
+        pending, number = following, number + 1
+    _remove_stale_pages(folder, number - 1)
+    context = _main_context(report, first_page, first_last, listed, folder.name)
+    _write(path, _templates()["main"], context)
     return path
+
+
+def _remove_stale_pages(folder: Path, last: int) -> None:
+    """Remove the transcript pages numbered above ``last`` that an earlier, longer report left in ``folder``
+    (only moot's own page names), and the folder once it is empty."""
+    if not folder.is_dir():
+        return
+    for page in folder.iterdir():
+        if (m := PAGE_FILE.fullmatch(page.name)) is not None and int(m.group(1)) > last and page.is_file():
+            page.unlink()
+    with contextlib.suppress(OSError):
+        if not any(folder.iterdir()):
+            folder.rmdir()

@@ -1,13 +1,21 @@
-"""The report's plots as PNG images (matplotlib's Agg canvas; no pyplot, no global backend change)."""
+"""The report's plots as PNG images (matplotlib's Agg canvas; no pyplot, no global backend change).
+
+Every text in a plot is plain text: condition and task names are user input, so a ``$`` never starts
+mathtext (two of them in a name made matplotlib's parser fail), LaTeX is never used whatever the
+user's matplotlibrc says, and a name starting with ``_`` still shows in a legend. Error bars are
+never negative: intervals are clipped to [0, 1] around the estimate first.
+"""
 
 from __future__ import annotations
 
 import base64
 import io
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from moot.analysis.report import ConditionReport, Report
+from moot.analysis.stats import proportion_interval
 
 
 @dataclass(frozen=True)
@@ -28,10 +36,27 @@ def _figure(width: float = 5.6, height: float = 3.5) -> tuple[Any, Any]:
     return figure, figure.add_subplot()
 
 
+def _plain(figure: Any) -> None:
+    """Every text of ``figure`` as plain text: no mathtext (``Text(parse_math=False)``), no LaTeX."""
+    from matplotlib.text import Text
+
+    for text in figure.findobj(Text):
+        text.set_parse_math(False)
+        text.set_usetex(False)
+
+
+def _legend(ax: Any, handles: list[Any], labels: list[str]) -> None:
+    """A legend with these labels as given: handles and labels passed explicitly, so that a label
+    starting with "_" is shown (matplotlib leaves those out of an automatic legend)."""
+    if handles:
+        ax.legend(handles, labels, fontsize="small")
+
+
 def _png(figure: Any) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(figure)
+    _plain(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
@@ -49,11 +74,22 @@ def _entries(report: Report, accuracy: bool = False) -> list[tuple[str, Conditio
     ]
 
 
+def error_bar(estimate: float, low: float, high: float) -> tuple[float, float]:
+    """An interval as the distances below and above ``estimate`` (error bars): never negative, the
+    interval first clipped to [0, 1] around the estimate (``stats.proportion_interval``); 0 where unknown."""
+    if math.isnan(estimate):
+        return 0.0, 0.0
+    low, high = proportion_interval(estimate, low, high)
+    estimate = min(max(estimate, 0.0), 1.0)
+    below = estimate - low if not math.isnan(low) else 0.0
+    above = high - estimate if not math.isnan(high) else 0.0
+    return max(below, 0.0), max(above, 0.0)
+
+
 def _error(condition: ConditionReport) -> tuple[float, float]:
-    """The accuracy interval (Wilson; with repeated seeds the cluster bootstrap over questions) as distances
-    below and above the estimate (the error bars)."""
+    """The accuracy interval (Wilson; with repeated seeds the cluster bootstrap over questions) as error bars."""
     a = condition.accuracy
-    return a.estimate - a.low, a.high - a.estimate
+    return error_bar(a.estimate, a.low, a.high)
 
 
 def accuracy_plot(report: Report) -> Plot:
@@ -64,7 +100,7 @@ def accuracy_plot(report: Report) -> Plot:
         ys = [c.accuracy.estimate for _, c in entries]
         low, high = zip(*(_error(c) for _, c in entries))
         ax.errorbar(xs, ys, yerr=[list(low), list(high)], fmt="o", capsize=5, color="#1f5f8b")
-    ax.set_xticks(xs, [label for label, _ in entries], rotation=20 if len(entries) > 4 else 0)
+    ax.set_xticks(xs, [label for label, _ in entries], rotation=20 if len(entries) > 4 else 0, parse_math=False)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
     ax.grid(axis="y", alpha=0.3)
@@ -75,16 +111,18 @@ def accuracy_plot(report: Report) -> Plot:
 
 def by_round_plot(report: Report) -> Plot:
     figure, ax = _figure()
+    handles, labels = [], []
     for label, c in _entries(report, accuracy=True):
         rounds = [r for r, n, _ in c.accuracy_by_round if n]
         acc = [k / n for _, n, k in c.accuracy_by_round if n]
-        ax.plot(rounds, acc, marker="o", label=label)
+        handles += ax.plot(rounds, acc, marker="o")
+        labels.append(label)
     ax.set_xlabel("round (0 = independent answers)")
     ax.set_ylabel("accuracy of the round's answer")
     ax.set_ylim(0, 1)
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    _legend(ax, handles, labels)
     ax.set_title("Accuracy by round (questions reaching the round)")
     return Plot("by-round", "Accuracy by round", _png(figure))
 
@@ -94,13 +132,14 @@ def stopping_plot(report: Report) -> Plot:
     entries = _entries(report)
     rounds = sorted({r for _, c in entries for r, _, _ in c.rounds})
     width = 0.8 / max(1, len(entries))
-    for i, (label, c) in enumerate(entries):
+    handles = []
+    for i, (_, c) in enumerate(entries):
         counts = dict((r, n) for r, n, _ in c.rounds)
-        ax.bar([x + i * width for x in range(len(rounds))], [counts.get(r, 0) for r in rounds], width, label=label)
+        handles.append(ax.bar([x + i * width for x in range(len(rounds))], [counts.get(r, 0) for r in rounds], width))
     ax.set_xticks([x + width * (len(entries) - 1) / 2 for x in range(len(rounds))], [str(r) for r in rounds])
     ax.set_xlabel("rounds used (counting round 0)")
     ax.set_ylabel("questions")
-    ax.legend(fontsize="small")
+    _legend(ax, handles, [label for label, _ in entries])
     ax.set_title("Stopping distribution")
     return Plot("stopping", "Stopping distribution", _png(figure))
 
@@ -115,15 +154,17 @@ def reliability_plot(report: Report) -> Plot | None:
     if not found:
         return None
     figure, ax = _figure(4.6, 3.9)
-    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
+    handles = ax.plot([0, 1], [0, 1], linestyle="--", color="grey")
+    labels = ["perfect calibration"]
     for label, source, k in found:
         bins = [b for b in k.bins if b.n]
-        ax.plot([b.mean_confidence for b in bins], [b.accuracy for b in bins], marker="o", label=f"{label} ({source})")
+        handles += ax.plot([b.mean_confidence for b in bins], [b.accuracy for b in bins], marker="o")
+        labels.append(f"{label} ({source})")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("stated confidence")
     ax.set_ylabel("accuracy")
-    ax.legend(fontsize="small")
+    _legend(ax, handles, labels)
     ax.set_title("Reliability diagram")
     return Plot("reliability", "Reliability diagram", _png(figure))
 
@@ -138,7 +179,7 @@ def cost_plot(report: Report) -> Plot:
         y = c.accuracy.estimate
         below, above = _error(c)
         ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=4)
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize="small")
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize="small", parse_math=False)
     ax.set_xlabel("cost per question (USD)" if priced else "tokens used per question")
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)

@@ -5,6 +5,11 @@ what the store holds: calibration appears once turns (or judges) carry confidenc
 retention and efficiency figures once debate rounds record which replies were forwarded, and
 a task metric's figures once results carry the task's own score.
 
+The store is read one result at a time (``RunStore.iter_results``): the statistics keep a lean copy of
+each transcript (answers, correctness, confidences; no texts), and ``Report.transcripts`` reads the
+full transcripts from the store again when iterated (``StoredTranscripts``), so that a report of a
+20,000-question run fits in memory and its HTML streams page by page (``moot.analysis.html``).
+
 The question (task, question id) is the statistical unit; seeds repeat it. Accuracy intervals,
 paired tests, Cochran's Q and round differences combine each question's seeds first (see
 ``moot.analysis.stats``); descriptive counts (rounds, transitions, oracles, diversity,
@@ -13,11 +18,15 @@ calibration) are counted over question x seed results, and the tables say so.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import operator
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
+from typing import overload
 
 from moot.analysis import stats
 from moot.analysis.calibration import Calibration, ConfidenceSpread, calibrate, confidence_spread, to_probabilities
@@ -39,10 +48,11 @@ from moot.errors import MootError
 from moot.runner.config import ResolvedCondition
 from moot.runner.records import StoredResult
 from moot.runner.store import RunStore
-from moot.runner.summary import Usage, usage
+from moot.runner.summary import Usage, UsedCalls, usage, used_calls
 from moot.tasks.base import ParseStatus
 
 UnitKey = tuple[str, str, int]  # task, question id, seed
+ResultKey = tuple[str, str, str, int]  # condition, task, question id, seed: one stored result
 QuestionKey = tuple[str, str]  # task, question id: the statistical unit
 JUDGE_SCALE = 100.0  # judges and moderators state confidence on 0-100
 
@@ -52,7 +62,7 @@ class AnalysisError(MootError):
 
 
 # -- transcripts ------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnView:
     agent: str
     text: str
@@ -76,7 +86,7 @@ class TurnView:
         return self.finish_reason == TRUNCATED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RoundView:
     index: int
     turns: tuple[TurnView, ...]
@@ -90,9 +100,9 @@ class RoundView:
     retention: RetentionRecord | None = None  # rounds >= 1: the previous replies forwarded
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Transcript:
-    """One question under one condition, as the viewer shows it."""
+    """One question under one condition, as the viewer shows it (``lean``: without its texts)."""
 
     task: str
     question_id: str
@@ -114,6 +124,10 @@ class Transcript:
     @property
     def key(self) -> UnitKey:
         return (self.task, self.question_id, self.seed)
+
+    @property
+    def result_key(self) -> ResultKey:
+        return (self.condition, self.task, self.question_id, self.seed)
 
     @property
     def question(self) -> QuestionKey:
@@ -331,7 +345,7 @@ class Report:
     resamples: int
     condition_names: tuple[str, ...]
     tasks: tuple[TaskReport, ...]
-    transcripts: tuple[Transcript, ...]
+    transcripts: Sequence[Transcript]  # every result's transcript, in the run's order (``StoredTranscripts``)
 
 
 # -- reading the store --------------------------------------------------------------------
@@ -381,11 +395,11 @@ def _judge_correct(judge: JudgeVerdict, turns: Iterable[TurnView], gold: str) ->
     return judge.answer in right or judge.answer.strip() == gold.strip()
 
 
-def _turn_view(turn: Turn, before: Messages | None, retained: str | None) -> TurnView:
-    shown = tuple((m.role, m.content) for m in turn.shown)
+def _turn_view(turn: Turn, before: Messages | None, retained: str | None, lean: bool = False) -> TurnView:
+    shown = () if lean else tuple((m.role, m.content) for m in turn.shown)
     return TurnView(
         agent=turn.agent,
-        text=turn.text,
+        text="" if lean else turn.text,
         answer=turn.answer,
         parsed=turn.parse_status == ParseStatus.PARSED,
         correct=bool(turn.correct),
@@ -393,17 +407,20 @@ def _turn_view(turn: Turn, before: Messages | None, retained: str | None) -> Tur
         finish_reason=turn.finish_reason,
         prompt_tokens=turn.prompt_tokens,
         completion_tokens=turn.completion_tokens,
-        shown_new=_new_messages(shown, before),
+        shown_new=() if lean else _new_messages(shown, before),
         shown=shown,
-        retained=retained,
+        retained=None if lean else retained,
         nll=turn.nll,
         anll=turn.anll,
         perplexity=turn.perplexity,
     )
 
 
-def transcript(stored: StoredResult, condition: ResolvedCondition | None) -> Transcript:
-    """One stored result as the viewer shows it; ``condition`` is None for a condition the store does not list."""
+def transcript(stored: StoredResult, condition: ResolvedCondition | None, lean: bool = False) -> Transcript:
+    """One stored result as the viewer shows it; ``condition`` is None for a condition the store does not list.
+
+    ``lean``: without its texts (replies, what agents were shown, the prompt, judges' and filters' replies,
+    pool candidates), what the statistics need and no more: a large run's transcripts fit in memory."""
     result, question = stored.result, stored.result.question
     order = [a.name for a in condition.agents] if condition is not None else []
     peers = _peers(condition)
@@ -415,12 +432,19 @@ def transcript(stored: StoredResult, condition: ResolvedCondition | None) -> Tra
         agents = len(order) or (len(rounds[-1].turns) if rounds else len(record.turns))
         views = []
         for turn in record.turns:
-            retained = None if retention is None else _retained_text(retention, turn.agent, order, peers, agents)
-            views.append(_turn_view(turn, previous.get(turn.agent), retained))
+            retained = None
+            if retention is not None and not lean:
+                retained = _retained_text(retention, turn.agent, order, peers, agents)
+            views.append(_turn_view(turn, previous.get(turn.agent), retained, lean))
             previous[turn.agent] = views[-1].shown
         winner = record.vote.winner
         winner_correct = winner is not None and any(v.correct and v.answer == winner for v in views)
         judge = record.judge
+        pool = record.pool
+        if lean:
+            judge = replace(judge, text="") if judge is not None else None
+            pool = replace(pool, texts=()) if pool is not None else None
+            retention = replace(retention, filter_text=None) if retention is not None else None
         system = (
             (judge.answer, _judge_correct(judge, views, question.gold))
             if (judge is not None and judged)
@@ -436,7 +460,7 @@ def transcript(stored: StoredResult, condition: ResolvedCondition | None) -> Tra
                 judge=judge,
                 system_answer=system[0],
                 system_correct=system[1],
-                pool=record.pool,
+                pool=pool,
                 retention=retention,
             )
         )
@@ -445,7 +469,7 @@ def transcript(stored: StoredResult, condition: ResolvedCondition | None) -> Tra
         question_id=question.id,
         seed=stored.seed,
         condition=stored.condition,
-        prompt=question.prompt,
+        prompt="" if lean else question.prompt,
         gold=question.gold,
         rounds=tuple(rounds),
         final_answer=result.final_answer,
@@ -454,16 +478,70 @@ def transcript(stored: StoredResult, condition: ResolvedCondition | None) -> Tra
         rounds_used=result.rounds_used,
         stop_reason=result.stop_reason,
         error=result.error,
-        final_judge=result.final_judge,
+        final_judge=replace(result.final_judge, text="") if lean and result.final_judge else result.final_judge,
         metric=_number(stored.metric),
         scored=stored.metric is not None or stored.metric_detail is not None,
     )
 
 
-def read_transcripts(store: RunStore) -> list[Transcript]:
-    """Every stored result with its rounds, in question, seed and condition order."""
+def read_transcripts(store: RunStore, lean: bool = False) -> list[Transcript]:
+    """Every stored result with its rounds, in question, seed and condition order (``lean``: without texts)."""
     conditions = store.conditions()
-    return [transcript(r, conditions.get(r.condition)) for r in store.results()]
+    return [transcript(r, conditions.get(r.condition), lean) for r in store.iter_results()]
+
+
+class StoredTranscripts(Sequence[Transcript]):
+    """A report's transcripts, read from the run's store each time they are iterated, in the run's order.
+
+    A large run's transcripts do not fit in memory together (a 20,000-question run's replies and what each
+    agent was shown); this sequence holds only the keys of the results the report was built from, so a
+    run still writing its store adds none. Indexing reads the store up to the index."""
+
+    def __init__(self, path: Path, keys: Iterable[ResultKey]):
+        self.path = path
+        self.keys = tuple(keys)
+        self._wanted = frozenset(self.keys)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[Transcript]:
+        store, _ = _open(self.path)
+        with contextlib.closing(store):
+            conditions = store.conditions()
+            for r in store.iter_results():
+                if r.key in self._wanted:
+                    yield transcript(r, conditions.get(r.condition))
+
+    @overload
+    def __getitem__(self, index: int) -> Transcript: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Transcript, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Transcript | tuple[Transcript, ...]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step < 0:
+                return tuple(self)[index]
+            return tuple(islice(self, start, stop, step))
+        i = operator.index(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("transcript index out of range")
+        return next(islice(self, i, None))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredTranscripts):
+            return (self.path, self.keys) == (other.path, other.keys)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.keys))
+
+    def __repr__(self) -> str:
+        return f"StoredTranscripts({str(self.path)!r}, {len(self)} results)"
 
 
 def _calibration(
@@ -743,23 +821,31 @@ def _task_report(
 def _open(run: RunStore | Path | str) -> tuple[RunStore, bool]:
     if isinstance(run, RunStore):
         return run, False
-    return RunStore.open(Path(run)), True
+    return RunStore.read(Path(run)), True  # read-only: a report changes nothing on disk
 
 
 def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = stats.DEFAULT_RESAMPLES) -> Report:
-    """The report of a stored run (a path or an open store). ``seed`` and ``resamples`` fix every bootstrap."""
+    """The report of a stored run (a path or an open store). ``seed`` and ``resamples`` fix every bootstrap.
+
+    The store is read one result at a time; the statistics keep each result's lean transcript and the
+    calls it used, and ``Report.transcripts`` reads the full transcripts again when iterated."""
     store, owned = _open(run)
     try:
         if store.count("results") == 0:
             raise AnalysisError(f"{store.path} holds no results yet")
         meta = store.run_meta()
         conditions = store.conditions()
-        results = store.results()
-        transcripts = [transcript(r, conditions.get(r.condition)) for r in results]
+        transcripts: list[Transcript] = []
+        used: list[UsedCalls] = []
+        for r in store.iter_results():
+            transcripts.append(transcript(r, conditions.get(r.condition), lean=True))
+            used.append(used_calls(r))
         names = list(dict.fromkeys([*conditions, *(t.condition for t in transcripts)]))
-        paid = usage(store.calls(), results, meta.config.prices, lambda condition, task: (condition, task))
+        paid = usage(store.iter_calls(), used, meta.config.prices, lambda condition, task: (condition, task))
         tasks = list(dict.fromkeys(t.task for t in transcripts))
-        by_task = {task: [t for t in transcripts if t.task == task] for task in tasks}
+        by_task: dict[str, list[Transcript]] = {task: [] for task in tasks}
+        for t in transcripts:
+            by_task[t.task].append(t)
         return Report(
             name=meta.name,
             path=str(store.path),
@@ -770,7 +856,7 @@ def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = sta
             resamples=resamples,
             condition_names=tuple(names),
             tasks=tuple(_task_report(task, names, conditions, by_task[task], paid, seed, resamples) for task in tasks),
-            transcripts=tuple(transcripts),
+            transcripts=StoredTranscripts(store.path, (t.result_key for t in transcripts)),
         )
     finally:
         if owned:
@@ -794,7 +880,7 @@ def compare_conditions(
                 raise AnalysisError(f"no condition {name!r} in {store.path}; conditions: {', '.join(known)}")
         if a == b:
             raise AnalysisError("compare two different conditions")
-        transcripts = [t for t in read_transcripts(store) if t.condition in (a, b)]
+        transcripts = [t for t in read_transcripts(store, lean=True) if t.condition in (a, b)]
         tasks = list(dict.fromkeys(t.task for t in transcripts))
         if task is not None:
             if task not in tasks:

@@ -212,16 +212,29 @@ class MetricComparison:
     repeats: int = 1
 
 
+def proportion_interval(estimate: float, low: float, high: float) -> tuple[float, float]:
+    """An interval of a proportion made safe to show: clipped to [0, 1] and widened to hold ``estimate``.
+
+    Floating-point rounding can put a bound just outside [0, 1] or just past the estimate (at 0/n and
+    n/n statsmodels' Wilson bound is 5.6e-17 or 0.9999999999999999 for many n); as error bars that
+    would be a negative length. NaN bounds (no data) stay NaN."""
+    if math.isnan(low) or math.isnan(high) or math.isnan(estimate):
+        return low, high
+    estimate = min(max(estimate, 0.0), 1.0)
+    return min(max(low, 0.0), estimate), max(min(high, 1.0), estimate)
+
+
 def wilson(successes: int, n: int, confidence: float = 0.95) -> Proportion:
-    """Proportion with the Wilson score interval (statsmodels ``proportion_confint(method="wilson")``)."""
+    """Proportion with the Wilson score interval (statsmodels ``proportion_confint(method="wilson")``),
+    clipped to [0, 1] and holding the estimate (``proportion_interval``)."""
     if n == 0:
         return Proportion(0, 0, math.nan, math.nan, math.nan)
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
     estimate = successes / n
-    # the interval holds the estimate; at 0/n and n/n statsmodels' bound misses 0 or 1 by a rounding error
-    return Proportion(successes, n, estimate, min(float(low), estimate), max(float(high), estimate))
+    low, high = proportion_interval(estimate, float(low), float(high))
+    return Proportion(successes, n, estimate, low, high)
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -416,7 +429,7 @@ def question_accuracy(
     means = [sum(r) / len(r) for r in rows]
     ci = bootstrap_mean(means, seed, resamples, confidence)
     estimate = float(np.mean(means))
-    low, high = min(ci.low, estimate), max(ci.high, estimate)
+    low, high = proportion_interval(estimate, ci.low, ci.high)
     return Proportion(successes, n, estimate, low, high, questions=len(rows), method="cluster bootstrap")
 
 

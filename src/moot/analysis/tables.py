@@ -145,7 +145,8 @@ def overview(task: TaskReport) -> Table:
         ),
         tuple(rows),
         note + "Unparsed, abstained and errored questions are scored wrong. Calls paid are the calls a condition "
-        "made; calls used include round-0 calls shared with other conditions and replays. Rounds count round 0.",
+        "made; calls used are every call its debates needed (a diverse round 0's whole candidate pool included), "
+        "round-0 calls shared with other conditions and replays too. Rounds count round 0.",
     )
 
 

@@ -4,7 +4,8 @@ A config validates from a TOML or JSON table. ``kind`` picks the variant; a tabl
 local backend's (files written before backends had kinds of their own still load). Runs stored
 before this split dumped every option of every kind: an option of another kind that holds its
 default is dropped, any other is an error naming the key. Configs are hashable (one backend is
-built per distinct config) and hold no secret (an API key is read from ``api_key_env``).
+built per distinct config) and hold no secret (an API key is read from ``api_key_env``); a base URL's
+credentials, if any, are redacted from its JSON dump (what a store keeps) and from ``describe``.
 
 Adding a backend kind: its module (the backend itself) and its config class here, with ``build``,
 listed in ``BACKEND_KINDS`` and ``BackendConfig``.
@@ -22,12 +23,14 @@ from pydantic import (
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    field_serializer,
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from moot.errors import ConfigError
 from moot.models import DEFAULT_MODEL
+from moot.redact import redact
 
 if TYPE_CHECKING:
     from moot.backends.base import Backend
@@ -118,6 +121,11 @@ class OpenAIBackendConfig(BackendSettings):
     max_concurrency: int = Field(default=8, ge=1, description="requests in flight at once")
     requests_per_minute: float | None = Field(default=None, gt=0, description="start at most this many")
 
+    @field_serializer("base_url", when_used="json")
+    def _redacted_url(self, base_url: str | None) -> str | None:
+        """Stored (and fingerprinted) without the credentials it may carry (user:password@, ?api-key=)."""
+        return None if base_url is None else redact(base_url)
+
     def build(self) -> Backend:
         from moot.backends.openai_api import OpenAIBackend
 
@@ -127,7 +135,7 @@ class OpenAIBackendConfig(BackendSettings):
         return self.model or "server-default"
 
     def describe(self) -> str:
-        return f"{self.model_name()} at {self.base_url}"
+        return f"{self.model_name()} at {redact(str(self.base_url))}"
 
 
 class ScriptedBackendConfig(BackendSettings):

@@ -17,6 +17,7 @@ from moot.debate.components.topology import Topology
 from moot.debate.registry import Component, rule
 from moot.debate.schedules import Schedule
 from moot.errors import ConfigError
+from moot.limits import MAX_AGENTS, MAX_POOL, MAX_ROUNDS, check_at_most
 
 
 def _switch(cls: type[Cue]) -> BeforeValidator:
@@ -503,9 +504,14 @@ def resolve_protocol(
     if name not in known:
         raise ConfigError(f"unknown protocol {name!r}; known protocols: {', '.join(known)}")
     preset = known[name]
-    for value, what, fixed in ((agents, "agents", preset.fixed_agents), (rounds, "rounds", preset.fixed_rounds)):
+    for value, what, fixed, limit in (
+        (agents, "agents", preset.fixed_agents, MAX_AGENTS),
+        (rounds, "rounds", preset.fixed_rounds, MAX_ROUNDS),
+    ):
         if value is not None and value < 1:
             raise ConfigError(f"{what} must be a positive integer, got {value}")
+        if value is not None:
+            check_at_most(value, limit, what)
         if value is not None and fixed and value != getattr(preset, what):
             raise ConfigError(f"protocol {name!r} uses exactly {getattr(preset, what)} {what}, got {value}")
     unknown = set(components or {}) - set(COMPONENT_FIELDS)
@@ -529,5 +535,8 @@ def resolve_protocol(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-")) or "protocol"
         raise ConfigError(f"protocol setting {where}: {first['msg'].removeprefix('Value error, ')}") from None
+    pool = getattr(spec.initializer, "pool", None)
+    if callable(pool):
+        check_at_most(pool(spec.agents), MAX_POOL, "protocol setting initializer.pool_size (the candidate pool)")
     spec.topology.validate_for(spec.agents)
     return spec

@@ -35,7 +35,10 @@ class CallCache:
     """Shared by every question of a run: store look-ups, in-flight de-duplication, counts.
 
     ``usage`` counts calls actually made; ``replayed`` counts calls answered from the
-    store or from an identical call in flight.
+    store or from an identical call in flight. Without ``use_cache`` (``--no-cache``) calls
+    stored by earlier sessions are not replayed: each is made afresh, once in this session
+    (identical calls in flight, or made earlier in the session, share it, as round 0 is shared),
+    and stored beside the earlier call, which stays as it was for the turns that used it.
     """
 
     store: RunStore
@@ -43,34 +46,40 @@ class CallCache:
     share: bool = True
     usage: Usage = field(default_factory=Usage)
     replayed: int = 0
-    _inflight: dict[str, asyncio.Future[Reply]] = field(default_factory=dict)
+    _inflight: dict[str, asyncio.Future[tuple[str, Reply]]] = field(default_factory=dict)
 
     async def call(self, backend: Backend, request: GenerationRequest, place: dict[str, object]) -> tuple[str, Reply]:
+        """The reply to ``request`` and the key its call is stored under (what a turn points to)."""
         key = call_key(backend, request, str(place["agent"]), None if self.share else str(place["condition"]))
-        if self.use_cache:
-            if key in self._inflight:
-                reply = await asyncio.shield(self._inflight[key])
-                self.replayed += 1
-                return key, reply
-            if (stored := self.store.cached_reply(key)) is not None:
-                self.replayed += 1
-                return key, stored
-        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        if key in self._inflight:
+            stored_key, reply = await asyncio.shield(self._inflight[key])
+            self.replayed += 1
+            return stored_key, reply
+        if (stored := self.store.cached_call(key, None if self.use_cache else self.store.session)) is not None:
+            self.replayed += 1
+            return stored
+        future: asyncio.Future[tuple[str, Reply]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            reply = await backend.generate(request)
+            try:
+                reply = await backend.generate(request)
+            except Exception as exc:
+                self.usage.errors += 1
+                self.store.add_call_error(key, place, f"{type(exc).__name__}: {exc}")
+                raise
+            stored_key = self.store.add_call(key, place, request, reply)
         except Exception as exc:
-            self.usage.errors += 1
-            self.store.add_call_error(key, place, f"{type(exc).__name__}: {exc}")
             future.set_exception(exc)
             future.exception()  # mark retrieved: waiters re-raise it themselves
             raise
+        except BaseException:
+            future.cancel()  # cancelled: the waiters are cancelled with it
+            raise
         finally:
             del self._inflight[key]
-        self.store.add_call(key, place, request, reply, replace=not self.use_cache)
         self.usage.add(reply)
-        future.set_result(reply)
-        return key, reply
+        future.set_result((stored_key, reply))
+        return stored_key, reply
 
 
 class RecordingCaller(Caller):

@@ -10,15 +10,36 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from moot.backends.config import BackendConfig, default_backend
 from moot.debate.agents import AgentSpec, Sampling
 from moot.debate.protocols import COMPONENT_FIELDS, PRESETS, ProtocolSpec, resolve_protocol
 from moot.debate.registry import load_plugin
 from moot.errors import ConfigError, MootError
+from moot.limits import MAX_SEEDS, SEED_RANGE, name_problem
+
+
+def _name(value: str) -> str:
+    problem = name_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A name of an experiment, condition, agent or preset: a label in reports and, for an experiment, part
+# of its store's file name (moot.limits.name_problem says what it may not hold).
+Name = Annotated[str, AfterValidator(_name)]
 
 
 class _Strict(BaseModel):
@@ -32,7 +53,7 @@ class TaskSelection(_Strict):
     data: str | None = Field(default=None, description='"hub", or a local JSONL/CSV file in the task\'s schema')
     split: str | None = None
     count: int | None = Field(default=None, ge=1)
-    seed: int = 0
+    seed: int = Field(default=0, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     ids: tuple[str, ...] | None = None
 
     @model_validator(mode="after")
@@ -47,7 +68,7 @@ class TaskSelection(_Strict):
 class AgentTemplate(_Strict):
     """Settings of an agent; in a condition's agent list every field falls back to the experiment's [agent]."""
 
-    name: str | None = None
+    name: Name | None = None
     backend: BackendConfig | None = None
     sampling: Sampling | None = None
     persona: str | None = None
@@ -92,7 +113,7 @@ class ConditionConfig(ProtocolOverrides):
     judged metric (biographies' fact checker). A condition whose protocol needs no judge may set
     it only when a task of the experiment is scored by one."""
 
-    name: str = Field(min_length=1)
+    name: Name
     protocol: str
     agents: int | list[AgentTemplate] | None = None
     rounds: int | None = None
@@ -102,12 +123,12 @@ class ConditionConfig(ProtocolOverrides):
 class Price(_Strict):
     """US dollars per million tokens."""
 
-    prompt: float = Field(ge=0)
-    completion: float = Field(ge=0)
+    prompt: float = Field(ge=0, allow_inf_nan=False)
+    completion: float = Field(ge=0, allow_inf_nan=False)
 
 
 class ExperimentConfig(_Strict):
-    name: str = "experiment"
+    name: Name = "experiment"
     plugins: tuple[str, ...] = Field(
         default=(), description="Python files that register their own components (moot.debate.registry.register)"
     )
@@ -133,7 +154,19 @@ class ExperimentConfig(_Strict):
     def _seeds_unique(cls, seeds: tuple[int, ...]) -> tuple[int, ...]:
         if not seeds or len(set(seeds)) != len(seeds):
             raise ValueError("seeds must be a non-empty list of distinct integers")
+        if len(seeds) > MAX_SEEDS:
+            raise ValueError(f"at most {MAX_SEEDS:,} seeds, got {len(seeds):,}")
+        if any(not SEED_RANGE[0] <= s <= SEED_RANGE[1] for s in seeds):
+            raise ValueError("a seed is a 64-bit integer, from -2**63 to 2**63 - 1")
         return seeds
+
+    @field_validator("presets")
+    @classmethod
+    def _preset_names(cls, presets: dict[str, PresetConfig]) -> dict[str, PresetConfig]:
+        for name in presets:
+            if (problem := name_problem(name)) is not None:
+                raise ValueError(f"preset {name[:40]!r}: {problem}")
+        return presets
 
     @field_validator("conditions")
     @classmethod
@@ -321,11 +354,20 @@ def parse_experiment(data: dict[str, Any], source: str = "experiment", base: Pat
 def load_experiment(path: Path) -> ExperimentConfig:
     """Read and validate an experiment TOML file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: line {line}: not UTF-8 text") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: malformed TOML: arrays or tables nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits (Python's int conversion limit)
+        raise ConfigError(f"{path}: malformed TOML: {str(exc).split(':')[0]}") from None
     return parse_experiment(data, str(path), path.parent)

@@ -4,6 +4,9 @@ Rerunning on an existing store resumes it: stored results are kept, unfinished
 questions are debated again with every call they had already made replayed from
 the store, so a run killed at any moment and rerun ends with the same results
 as an uninterrupted one.
+
+A run holds its store exclusively from the moment the experiment is opened until it is closed
+(``moot.runner.store.StoreLock``): a second run on the same store is refused, naming the first.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from moot.runner.config import (
     results_fingerprint,
 )
 from moot.runner.evaluate import build_agents, check_agents
-from moot.runner.store import RunStore
+from moot.runner.store import RunStore, StoreError, StoreLock
 from moot.runner.summary import summary_json
 from moot.tasks import MetricContext, Question, Task, get_task
 
@@ -70,10 +73,44 @@ class RunOutcome:
     wall_s: float
 
 
+RUNS = Path("runs")  # the default stores' folder: the only folder moot creates (in an existing one)
+
+
 def default_output(config: ExperimentConfig) -> Path:
     """runs/<name>-<hash of what results depend on>.sqlite: the same experiment finds its store again."""
     digest = fingerprint_hash(results_fingerprint(config, resolve(config)))[:10]
-    return Path("runs") / f"{config.name}-{digest}.sqlite"
+    return RUNS / f"{config.name}-{digest}.sqlite"
+
+
+def _creates_folder(path: Path) -> bool:
+    """Whether moot creates the store's folder: a missing ``runs`` folder inside an existing one (the default
+    ``./runs``), never its parents."""
+    parent = path.parent
+    return parent.name == RUNS.name and not parent.exists() and parent.parent.is_dir()
+
+
+def check_output(path: Path) -> None:
+    """A store's path is used as given, but moot creates no folder above it except a ``runs`` folder in an
+    existing one (the default ``./runs``): any other folder must exist. A ConfigError says why a path cannot
+    hold a store."""
+    text = str(path)
+    if "\0" in text:
+        raise ConfigError(f"output {text!r}: a path must not hold NUL")
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in path.parts):
+        raise ConfigError(f"output {text[:80]!r}...: a file or folder name is at most 255 bytes")
+    try:
+        if path.is_dir():
+            raise ConfigError(f"output {path}: is a folder; name the store's file, e.g. {path / 'run.sqlite'}")
+        parent = path.parent
+        if parent.is_dir() or _creates_folder(path):
+            return
+        problem = "is not a folder" if parent.exists() else "does not exist"
+    except OSError as exc:  # a path the system refuses (too long, a loop of links...)
+        raise ConfigError(f"output {text[:80]}: {exc.strerror}") from None
+    raise ConfigError(
+        f"output {path}: the folder {parent} {problem}; moot creates no folder but a runs folder in an existing "
+        "one (create it first)"
+    )
 
 
 def select_questions(task: Task, selection: TaskSelection, where: str) -> list[Question]:
@@ -110,11 +147,23 @@ class Experiment:
     def __init__(self, config: ExperimentConfig, output: Path):
         self.config = config
         self.output = output
+        check_output(output)
         self.conditions = resolve(config)
         self.fingerprint = results_fingerprint(config, self.conditions)
-        self._store = self._open_existing()
-        self.tasks = {i: get_task(sel.name, sel.data) for i, sel in enumerate(config.tasks)}
-        self.questions = {i: select_questions(self.tasks[i], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)}
+        # held until close(); a store whose folder does not exist yet is locked when it is created
+        self._lock = StoreLock(output)
+        self._store: RunStore | None = None
+        try:
+            if output.parent.is_dir():
+                self._lock.acquire()
+            self._store = self._open_existing()
+            self.tasks = {i: get_task(sel.name, sel.data) for i, sel in enumerate(config.tasks)}
+            self.questions = {
+                i: select_questions(self.tasks[i], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)
+            }
+        except BaseException:
+            self.close()
+            raise
         self._backends: dict[BackendConfig, Backend] = {}
         self.agents: dict[str, list[Agent]] = {}
         self.judges: dict[str, Agent] = {}
@@ -152,7 +201,10 @@ class Experiment:
             "task_provenance": [task.provenance() for task in self.tasks.values()],
             "status": "created",
         }
-        return RunStore.create(self.output, meta, {c.name: c.model_dump(mode="json") for c in self.conditions})
+        if _creates_folder(self.output):
+            self.output.parent.mkdir(exist_ok=True)  # the one folder moot creates: never its parents
+        conditions = {c.name: c.model_dump(mode="json") for c in self.conditions}
+        return RunStore.create(self.output, meta, conditions, lock=self._lock)
 
     def units(self) -> Iterator[Unit]:
         """Question-major order, so that conditions sharing round 0 ask for it at about the same time."""
@@ -200,6 +252,7 @@ class Experiment:
         cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0)
         self.cache = cache
         status = "interrupted"
+        failed = True
         try:
             done = self.store.done()
             pending = [
@@ -221,6 +274,7 @@ class Experiment:
             self.store.set_meta("status", status)
             self.store.set_meta("summary", summary_json(self.store))
             total = sum(1 for _ in self.units())
+            failed = False
             return RunOutcome(
                 self.output,
                 total,
@@ -232,8 +286,16 @@ class Experiment:
                 time.perf_counter() - start,
             )
         finally:
-            self.store.finish_session(status, cache.usage.calls, cache.replayed)
-            await self._close_backends()
+            try:
+                # stopped (Ctrl-C, a fault): say so; a run killed outright reads so too (RunStore.run_meta)
+                if status == "interrupted":
+                    self.store.set_meta("status", "interrupted")
+                self.store.finish_session(status, cache.usage.calls, cache.replayed)
+            except StoreError:
+                if not failed:
+                    raise  # else the fault that stopped the run (often the same one: a full disk) is shown
+            finally:
+                await self._close_backends()
 
     async def _close_backends(self) -> None:
         for backend in self._backends.values():
@@ -279,8 +341,13 @@ class Experiment:
                 on_result(unit, result)
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
+        """Close the store and let go of it."""
+        try:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+        finally:
+            self._lock.release()
 
 
 async def run_experiment(

@@ -3,6 +3,10 @@
 Tables are written as stored, plus derived columns: ``turns.truncated`` (1 when the reply was cut off by
 the token limit, finish reason "length") and ``results.truncated`` (how many of the result's agent
 replies were).
+
+The store is read read-only (``RunStore.read``); the output file follows ``moot.outputs``: it is
+written whole (beside, then moved into place), never over the run or another store, and over
+an existing file other than the default one only with ``force``.
 """
 
 from __future__ import annotations
@@ -16,39 +20,53 @@ from typing import Any
 
 from moot.debate.records import TRUNCATED
 from moot.errors import ConfigError
+from moot.outputs import check_output, write_output
 from moot.runner.store import RunStore
 
 FORMATS = ("jsonl", "csv", "parquet")
 
 
-def export_table(run: Path, table: str, fmt: str, out: Path | None = None) -> Path:
-    """Write ``table`` of the run at ``run`` to ``out`` (default: <run>.<table>.<fmt>); return the path."""
+def default_export_path(run: Path, table: str, fmt: str) -> Path:
+    """runs/NAME.sqlite -> runs/NAME.TABLE.FORMAT"""
+    return run.with_name(f"{run.stem}.{table}.{fmt}")
+
+
+def export_table(run: Path, table: str, fmt: str, out: Path | None = None, force: bool = False) -> Path:
+    """Write ``table`` of the run at ``run`` to ``out`` (default: <run>.<table>.<fmt>); return the path.
+
+    An existing ``out`` is replaced only with ``force`` (the default path always is); the run itself or
+    any other store never is (``moot.outputs.check_output``)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; choose {', '.join(FORMATS)}")
-    store = RunStore.open(run)
-    try:
-        rows = derived_columns(table, list(store.rows(table)), store.rows("turns") if table == "results" else ())
-    finally:
-        store.close()
-    target = out or run.with_name(f"{run.stem}.{table}.{fmt}")
-    if fmt == "jsonl":
-        with target.open("w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    elif fmt == "csv":
-        with target.open("w", encoding="utf-8", newline="") as f:
-            if rows:
-                writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-                writer.writeheader()
-                writer.writerows(rows)
-    else:
+    target = out or default_export_path(run, table, fmt)
+    check_output(target, force=force, default=out is None, reading=run)
+    if fmt == "parquet":
         try:
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
             raise ConfigError("Parquet export needs pyarrow: pip install 'moot[parquet]'") from None
-        pq.write_table(pa.Table.from_pylist(rows), target)
-    return target
+    store = RunStore.read(run)
+    try:
+        rows = derived_columns(table, list(store.rows(table)), store.rows("turns") if table == "results" else ())
+    finally:
+        store.close()
+
+    def write(path: Path) -> None:
+        if fmt == "jsonl":
+            with path.open("w", encoding="utf-8") as f:
+                for row in rows:
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        elif fmt == "csv":
+            with path.open("w", encoding="utf-8", newline="") as f:
+                if rows:
+                    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+                    writer.writeheader()
+                    writer.writerows(rows)
+        else:
+            pq.write_table(pa.Table.from_pylist(rows), path)
+
+    return write_output(target, write)
 
 
 def _after(row: dict[str, Any], key: str, name: str, value: Any) -> dict[str, Any]:

@@ -7,14 +7,22 @@ from __future__ import annotations
 import tomllib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from moot.backends.config import parse_backend
 from moot.debate.agents import Sampling
 from moot.debate.components.aggregation import TieRule
-from moot.debate.protocols import COMPONENT_FIELDS
+from moot.debate.protocols import COMPONENT_FIELDS, resolve_protocol
 from moot.errors import ConfigError
-from moot.runner.config import AgentTemplate, ConditionConfig, ExperimentConfig, TaskSelection, resolve
+from moot.limits import SEED_RANGE, safe_name
+from moot.runner.config import (
+    AgentTemplate,
+    ConditionConfig,
+    ExperimentConfig,
+    TaskSelection,
+    _format_error,
+    resolve,
+)
 
 TIE_RULES = ("first", "random", "abstain")
 BACKENDS = ("local", "openai")
@@ -36,7 +44,7 @@ class AgentOptions(BaseModel):
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     system_prompt: str | None = None
     threads: int | None = None
     context: int | None = None
@@ -100,7 +108,11 @@ class AgentOptions(BaseModel):
 
     def condition(self, protocol: str) -> ConditionConfig:
         given = {"agents": self.agents, "rounds": self.rounds, "tie_rule": self.tie_rule, **(self.settings or {})}
-        return ConditionConfig.model_validate({"name": protocol, "protocol": protocol} | given)
+        try:
+            return ConditionConfig.model_validate({"name": protocol, "protocol": protocol} | given)
+        except ValidationError as exc:
+            resolve_protocol(protocol)  # an unknown protocol is named as such
+            raise _format_error(exc, f"option --protocol {protocol[:40]!r}") from None
 
     def experiment(
         self, protocols: list[str], task: str, questions: int | None = None, data: str | None = None
@@ -109,15 +121,25 @@ class AgentOptions(BaseModel):
         if questions is not None and questions < 1:
             raise ConfigError(f"questions must be a positive integer, got {questions}")
         seed = self.seed or 0
-        config = ExperimentConfig(
-            name=f"{'-'.join(protocols)}-{task}",
-            seeds=(seed,),
-            tasks=(TaskSelection(name=task, data=data, count=questions or 5, seed=seed),),
-            agent=self.agent_template(),
-            conditions=tuple(self.condition(p) for p in protocols),
-        )
+        conditions = tuple(self.condition(p) for p in protocols)
+        try:
+            config = ExperimentConfig(
+                name=_experiment_name(protocols, task),
+                seeds=(seed,),
+                tasks=(TaskSelection(name=task, data=data, count=questions or 5, seed=seed),),
+                agent=self.agent_template(),
+                conditions=conditions,
+            )
+        except ValidationError as exc:
+            raise _format_error(exc, "options") from None
         resolve(config)
         return config
+
+
+def _experiment_name(protocols: list[str], task: str) -> str:
+    """'<protocols>-<task>', as a valid name: what a name may not hold becomes '_', and it is cut short
+    (the store's file name adds the hash of everything the results depend on)."""
+    return safe_name("-".join([*protocols, task]))
 
 
 def _named(build: Any, values: dict[str, Any]) -> Any:

@@ -7,12 +7,31 @@ together in one transaction, so a question is either wholly stored or not at all
 The store writes the engine's records and reads the same types back (``results``,
 ``conditions``, ``run_meta`` ...; see ``moot.runner.records``): its column names and
 JSON layouts stay in this module. A store written with an older schema is migrated
-in place when opened (``MIGRATIONS``), in one transaction.
+in place when opened for writing (``MIGRATIONS``), in one transaction.
+
+Readers (``RunStore.read``: ``moot report``, ``export``, ``runs``) open the file read-only and change
+nothing: a store closed cleanly (no ``-wal`` file beside it) is read as an immutable file, so no
+``-wal``/``-shm`` file is created; a store with a ``-wal`` file (a run in progress, or one killed) is
+read through it, which may create or update its ``-shm`` index but never the store itself. An older
+schema is migrated in a copy in memory. A file that is not a moot store is refused, unmodified.
+
+A run holds its store exclusively (``StoreLock``: an OS lock on ``STORE.lock`` beside it, which dies
+with the process): a second run on the same store is refused, naming the first one's PID; a store
+whose status says "running" while no process holds it was left by a killed run ("interrupted").
+
+Every SQLite fault (a damaged file, a missing table, bad JSON, a read-only file or folder, a full
+disk) is raised as a ``StoreError`` naming the store, never as a raw sqlite3 error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import functools
+import inspect
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +55,7 @@ from moot.debate.records import (
 )
 from moot.debate.registry import STORED
 from moot.errors import MootError
+from moot.redact import redact
 from moot.runner.config import ExperimentConfig, ResolvedCondition, fingerprint_hash, results_fingerprint
 from moot.runner.records import CallError, RunMeta, Session, StoredCall, StoredModel, StoredResult
 from moot.tasks.base import ParseStatus, Question
@@ -83,7 +103,165 @@ TABLES = ("results", "turns", "calls", "call_errors", "questions", "sessions", "
 
 
 class StoreError(MootError):
-    """The store cannot be read, or was written by an incompatible moot."""
+    """The store cannot be read or written, is held by another run, or was written by an incompatible moot."""
+
+
+def _store_error(path: Path, exc: Exception) -> StoreError:
+    """One line for a SQLite fault (or bad stored JSON), naming the store and what to do."""
+    if isinstance(exc, json.JSONDecodeError):
+        return StoreError(f"{path} is damaged: a stored value is not valid JSON ({exc})")
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text:
+        return StoreError(f"{path} is damaged and cannot be read ({text}); restore it from a copy")
+    if name.startswith("SQLITE_FULL") or "disk is full" in text:
+        return StoreError(f"cannot write {path}: the disk is full; free some space and rerun to resume")
+    if name.startswith("SQLITE_READONLY") or "readonly" in text:
+        return StoreError(f"cannot write {path}: it or its folder is read-only ({text})")
+    if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
+        return StoreError(f"cannot open {path} ({text}); check that it and its folder exist and are accessible")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return StoreError(f"{path} is busy ({text}); another process is writing it")
+    if "no such table" in text or "no such column" in text:
+        return StoreError(f"{path} is not a complete moot run store ({text})")
+    if name.startswith("SQLITE_IOERR"):
+        return StoreError(f"cannot read or write {path}: input/output error ({text})")
+    return StoreError(f"{path}: {text}")
+
+
+_FAULTS = (sqlite3.Error, json.JSONDecodeError)
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of RunStore with its SQLite faults raised as a StoreError naming the store."""
+    if inspect.isgeneratorfunction(method):
+
+        @functools.wraps(method)
+        def generator(self: RunStore, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            try:
+                yield from method(self, *args, **kwargs)
+            except _FAULTS as exc:
+                raise _store_error(self.path, exc) from None
+
+        return generator
+
+    @functools.wraps(method)
+    def wrapper(self: RunStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except _FAULTS as exc:
+            raise _store_error(self.path, exc) from None
+
+    return wrapper
+
+
+# -- the run's hold on its store --------------------------------------------------------------------
+def lock_path(store: Path) -> Path:
+    """The lock file of a store: STORE.lock beside it, present while a run holds the store."""
+    return store.with_name(store.name + ".lock")
+
+
+def _read_pid(fd: int) -> int:
+    try:
+        return int(os.pread(fd, 32, 0).decode("ascii", "replace").strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def lock_holder(store: Path) -> int | None:
+    """The PID of the process holding ``store`` (0: one holds it but has not written its PID yet), or
+    None when none does. Creates nothing: a store without a lock file is not held."""
+    try:
+        fd = os.open(lock_path(store), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_pid(fd)
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+class StoreLock:
+    """A run's exclusive hold on its store: ``flock`` on STORE.lock, which holds the PID.
+
+    The OS releases the lock when the process ends, however it ends, so a store left by a killed
+    run is free; ``release`` removes the file. ``acquire`` waits ``wait_s`` at most (a reader's
+    check, ``lock_holder``, holds it for a moment) and then raises a StoreError naming the holder."""
+
+    def __init__(self, store: Path, wait_s: float = 1.0):
+        self.store = store
+        self.path = lock_path(store)
+        self.wait_s = wait_s
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        if self._fd is not None:
+            return
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    raise StoreError(
+                        f"cannot write {self.store}: its folder is read-only (a run keeps its .lock, -wal and "
+                        "-shm files beside the store)"
+                    ) from None
+                raise StoreError(
+                    f"cannot lock {self.store}: cannot create {self.path.name} beside it ({exc.strerror})"
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _read_pid(fd)
+                os.close(fd)
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                holder = f"PID {pid}" if pid else "another process"
+                raise StoreError(
+                    f"{self.store} is in use by another moot run ({holder}); wait for it to end, or stop it"
+                ) from None
+            except OSError as exc:
+                os.close(fd)
+                raise StoreError(f"cannot lock {self.store} ({exc.strerror})") from None
+            # its last holder may have removed the file between our open and our lock: lock the file there now
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno == errno.ENOSPC:
+                    raise StoreError(f"cannot lock {self.store}: the disk is full") from None
+                raise StoreError(f"cannot lock {self.store} ({exc.strerror})") from None
+            self._fd = fd
+            return
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        os.close(self._fd)
+        self._fd = None
 
 
 def reply_to_json(reply: Reply) -> str:
@@ -178,27 +356,94 @@ class RunStore:
         db.execute("PRAGMA busy_timeout=10000")
         return db
 
+    @staticmethod
+    def _connect_readonly(path: Path) -> sqlite3.Connection:
+        """A read-only connection that changes nothing on disk (see the module's docstring).
+
+        With no -wal or -journal file beside it and no other process holding it, the file is read as
+        immutable: SQLite then creates no -wal/-shm file, even for a store in WAL mode."""
+        beside = [path.with_name(path.name + suffix) for suffix in ("-wal", "-journal")]
+        immutable = not any(p.exists() for p in beside) and lock_holder(path) in (None, os.getpid())
+        uri = path.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
+        try:
+            db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout=10000")
+        except _FAULTS as exc:
+            raise _store_error(path, exc) from None
+        return db
+
+    @staticmethod
+    def _check(db: sqlite3.Connection, path: Path) -> Any:
+        """The schema version of the moot store behind ``db``; a StoreError for any other file."""
+        try:
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} is not a readable moot run store ({exc})") from None
+        if "meta" not in tables:
+            raise StoreError(f"{path} is not a moot run store (an SQLite database without moot's tables)")
+        try:
+            version = _schema_version(db)
+        except _FAULTS as exc:
+            raise _store_error(path, exc) from None
+        missing = [t for t in TABLES if t not in tables]
+        if missing:
+            raise StoreError(f"{path} is not a complete moot run store: no table {', '.join(missing)}")
+        if version != SCHEMA_VERSION and (not isinstance(version, int) or version not in MIGRATIONS):
+            raise _incompatible(db, path, version)
+        return version
+
+    @staticmethod
+    def _check_writable(path: Path) -> None:
+        for target, what in ((path, "the store"), (path.parent, "its folder")):
+            if not os.access(target, os.W_OK):
+                raise StoreError(
+                    f"cannot write {path}: {what} is read-only (a run writes the store, and keeps its .lock, "
+                    "-wal and -shm files beside it)"
+                )
+
     @classmethod
     def is_blank(cls, path: Path) -> bool:
         """True for a file left by a run killed while creating its store (no table was committed)."""
         try:
-            db = sqlite3.connect(path)
+            if path.stat().st_size == 0:
+                return True
+            db = cls._connect_readonly(path)
             try:
-                return db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+                return bool(db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0)
             finally:
                 db.close()
-        except sqlite3.DatabaseError:
+        except (OSError, StoreError, sqlite3.DatabaseError):
             return False
 
     @classmethod
-    def create(cls, path: Path, meta: dict[str, Any], conditions: dict[str, Any]) -> RunStore:
-        """A new store; creating it is one transaction, so a kill leaves a blank file or a whole store."""
+    def create(
+        cls, path: Path, meta: dict[str, Any], conditions: dict[str, Any], lock: StoreLock | None = None
+    ) -> RunStore:
+        """A new store; creating it is one transaction, so a kill leaves a blank file or a whole store.
+
+        ``lock``, when given, is acquired before the file is looked at. The folder must exist: moot
+        never creates folders above a store (the experiment creates the default runs/ folder only)."""
+        if not path.parent.is_dir():
+            raise StoreError(f"cannot create {path}: the folder {path.parent} does not exist")
+        if lock is not None:
+            lock.acquire()
         if path.exists() and not cls.is_blank(path):
             raise StoreError(f"{path} already exists")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = cls._connect(path)
+        try:
+            db = cls._connect(path)
+        except _FAULTS as exc:
+            raise _store_error(path, exc) from None
         store = cls(path, db)
-        with store._transaction():
+        try:
+            store._create(meta, conditions)
+        except BaseException:
+            db.close()
+            raise
+        return store
+
+    @_guarded
+    def _create(self, meta: dict[str, Any], conditions: dict[str, Any]) -> None:
+        with self._transaction() as db:
             for statement in SCHEMA.strip().split(";"):
                 if statement.strip():
                     db.execute(statement)
@@ -207,18 +452,24 @@ class RunStore:
                 db.execute("INSERT INTO meta VALUES (?, ?)", (key, json.dumps(value)))
             for name, config in conditions.items():
                 db.execute("INSERT INTO conditions VALUES (?, ?)", (name, json.dumps(config)))
-        return store
 
     @classmethod
     def open(cls, path: Path) -> RunStore:
-        """An existing store; one written with an older schema is migrated to this one first."""
+        """An existing store, to write (a run resuming it); one written with an older schema is migrated.
+
+        The file is checked read-only first: a file that is not a moot store is refused unmodified."""
         if not path.is_file():
             raise StoreError(f"no run store at {path}")
+        probe = cls._connect_readonly(path)
+        try:
+            version = cls._check(probe, path)
+        finally:
+            probe.close()
+        cls._check_writable(path)
         try:
             db = cls._connect(path)
-            version = _schema_version(db)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{path} is not a readable moot run store ({exc})") from None
+        except _FAULTS as exc:
+            raise _store_error(path, exc) from None
         store = cls(path, db)
         if version != SCHEMA_VERSION:
             try:
@@ -228,6 +479,35 @@ class RunStore:
                 raise
         return store
 
+    @classmethod
+    def read(cls, path: Path) -> RunStore:
+        """An existing store, read-only: nothing on disk changes (see the module's docstring).
+
+        A store of an older schema is migrated in a copy in memory; writing raises a StoreError."""
+        if not path.is_file():
+            raise StoreError(f"no run store at {path}")
+        db = cls._connect_readonly(path)
+        try:
+            version = cls._check(db, path)
+            if version != SCHEMA_VERSION:
+                memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                try:
+                    db.backup(memory)
+                except _FAULTS as exc:
+                    memory.close()
+                    raise _store_error(path, exc) from None
+                db.close()
+                db = memory
+                store = cls(path, db)
+                store._migrate()
+                db.execute("PRAGMA query_only = 1")  # a reader's copy: writing it is an error, not lost
+                return store
+        except BaseException:
+            db.close()
+            raise
+        return cls(path, db)
+
+    @_guarded
     def _migrate(self) -> None:
         """Bring an older store to SCHEMA_VERSION, one step at a time, in one transaction."""
         with self._transaction() as db:
@@ -235,12 +515,7 @@ class RunStore:
             if version == SCHEMA_VERSION:
                 return
             if not isinstance(version, int) or version not in MIGRATIONS:
-                row = db.execute("SELECT value FROM meta WHERE key = 'moot_version'").fetchone()
-                written_by = json.loads(row[0]) if row else "an unknown version"
-                raise StoreError(
-                    f"{self.path} was written by moot {written_by} with store schema {version}; "
-                    f"this moot ({__version__}) reads schema {SCHEMA_VERSION}"
-                )
+                raise _incompatible(db, self.path, version)
             start = version
             while version != SCHEMA_VERSION:
                 try:
@@ -253,6 +528,7 @@ class RunStore:
             _set_meta(db, "schema_version", SCHEMA_VERSION)
             _set_meta(db, "migrated_from", start)
 
+    @_guarded
     def close(self) -> None:
         self._db.close()
 
@@ -266,7 +542,17 @@ class RunStore:
             return self.db
 
         def __exit__(self, kind: Any, *_: Any) -> None:
-            self.db.execute("ROLLBACK" if kind else "COMMIT")
+            # SQLite may have rolled back already (a full disk): a second ROLLBACK would hide the cause
+            if kind is not None:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                return
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
 
     def _transaction(self) -> RunStore._Tx:
         return RunStore._Tx(self._db)
@@ -278,16 +564,20 @@ class RunStore:
         return cursor.execute(sql, args)
 
     # -- metadata ---------------------------------------------------------------------
+    @_guarded
     def meta(self) -> dict[str, Any]:
         """The metadata as stored (key -> JSON value); ``run_meta`` reads it typed."""
         return _meta(self._db)
 
+    @_guarded
     def set_meta(self, key: str, value: Any) -> None:
         with self._transaction() as db:
             _set_meta(db, key, value)
 
+    @_guarded
     def run_meta(self) -> RunMeta:
-        """The run's metadata, typed."""
+        """The run's metadata, typed. A status "running" of a store that no process holds reads as
+        "interrupted": the run was killed (``lock_holder``)."""
         m = self.meta()
         try:
             return RunMeta(
@@ -295,7 +585,7 @@ class RunStore:
                 moot_version=m["moot_version"],
                 created_at=m["created_at"],
                 name=m["name"],
-                status=m["status"],
+                status="interrupted" if m["status"] == "running" and lock_holder(self.path) is None else m["status"],
                 fingerprint_hash=m["fingerprint_hash"],
                 config=ExperimentConfig.model_validate(m["config"]),
                 round_convention=m.get("round_convention", ""),
@@ -311,6 +601,7 @@ class RunStore:
         except (KeyError, TypeError, ValidationError) as exc:
             raise StoreError(f"{self.path}: its run metadata is incomplete or invalid ({exc})") from None
 
+    @_guarded
     def conditions(self) -> dict[str, ResolvedCondition]:
         """The run's conditions, resolved, in the run's order."""
         out = {}
@@ -321,6 +612,7 @@ class RunStore:
                 raise StoreError(f"{self.path}: stored condition {name!r} is invalid ({exc})") from None
         return out
 
+    @_guarded
     def start_session(self, options: dict[str, Any]) -> int:
         with self._transaction() as db:
             cursor = db.execute(
@@ -330,6 +622,7 @@ class RunStore:
         self.session = int(cursor.lastrowid or 0)
         return self.session
 
+    @_guarded
     def finish_session(self, status: str, calls: int, cached: int) -> None:
         with self._transaction() as db:
             db.execute(
@@ -337,6 +630,7 @@ class RunStore:
                 (time.time(), status, calls, cached, self.session),
             )
 
+    @_guarded
     def sessions(self) -> list[Session]:
         return [
             Session(
@@ -352,6 +646,7 @@ class RunStore:
         ]
 
     # -- questions --------------------------------------------------------------------
+    @_guarded
     def add_questions(self, task: str, questions: Sequence[Any]) -> None:
         with self._transaction() as db:
             db.executemany(
@@ -359,6 +654,7 @@ class RunStore:
                 [(task, q.id, q.prompt, q.gold, json.dumps(q.metadata)) for q in questions],
             )
 
+    @_guarded
     def questions(self) -> dict[tuple[str, str], Question]:
         """(task, question id) -> question, in the run's question order."""
         return {
@@ -367,20 +663,38 @@ class RunStore:
         }
 
     # -- calls ------------------------------------------------------------------------
-    def cached_reply(self, key: str) -> Reply | None:
-        row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
-        return reply_from_json(row[0]) if row else None
+    @_guarded
+    def cached_call(self, key: str, session: int | None = None) -> tuple[str, Reply] | None:
+        """The latest stored call made for call key ``key`` (of ``session`` only, when given): the key
+        it is stored under and its reply; None when there is none.
 
-    def add_call(
-        self, key: str, place: dict[str, Any], request: GenerationRequest, reply: Reply, replace: bool = False
-    ) -> None:
-        """Record a completed call; ``replace`` overwrites an earlier reply to the same key (--no-cache)."""
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        A call made again for a key already stored (``--no-cache``) is stored beside the earlier ones
+        under ``KEY~SESSION`` (``add_call``), so that turns keep pointing to the calls they used."""
+        where = "(key = ? OR (key > ? AND key < ?))" + (" AND session = ?" if session is not None else "")
+        args: tuple[Any, ...] = (key, key + "~", key + "~\x7f") + ((session,) if session is not None else ())
+        row = self._db.execute(f"SELECT key, reply FROM calls WHERE {where} ORDER BY rowid DESC LIMIT 1", args)
+        found = row.fetchone()
+        return (found[0], reply_from_json(found[1])) if found else None
+
+    def cached_reply(self, key: str) -> Reply | None:
+        """The reply of the latest stored call for ``key``, or None."""
+        found = self.cached_call(key)
+        return found[1] if found else None
+
+    @_guarded
+    def add_call(self, key: str, place: dict[str, Any], request: GenerationRequest, reply: Reply) -> str:
+        """Record a completed call and return the key it is stored under: ``key``, or, when a call is
+        already stored under it (a call made again, ``--no-cache``), ``KEY~SESSION`` beside it.
+        Nothing stored is ever replaced."""
         with self._transaction() as db:
+            stored, n = key, 1
+            while db.execute("SELECT 1 FROM calls WHERE key = ?", (stored,)).fetchone() is not None:
+                stored = f"{key}~{self.session}" + (f".{n}" if n > 1 else "")
+                n += 1
             db.execute(
-                f"{verb} INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    key,
+                    stored,
                     place["condition"],
                     place["task"],
                     place["question_id"],
@@ -400,7 +714,9 @@ class RunStore:
                     time.time(),
                 ),
             )
+        return stored
 
+    @_guarded
     def add_call_error(self, key: str, place: dict[str, Any], error: str) -> None:
         with self._transaction() as db:
             db.execute(
@@ -414,29 +730,38 @@ class RunStore:
                     place["seed"],
                     place["round"],
                     place["agent"],
-                    error,
+                    redact(error),
                     self.session,
                     time.time(),
                 ),
             )
 
+    @_guarded
     def calls(self) -> list[StoredCall]:
         """Every completed call, in the order they were stored (request and reply left out)."""
-        columns = ", ".join(f.name for f in fields(StoredCall))
-        rows = self._db.execute(f"SELECT {columns} FROM calls ORDER BY rowid")
-        return [StoredCall(*row) for row in rows]
+        return list(self.iter_calls())
 
+    @_guarded
+    def iter_calls(self) -> Iterator[StoredCall]:
+        """``calls()`` one at a time (a large run's report keeps none of them)."""
+        columns = ", ".join(f.name for f in fields(StoredCall))
+        for row in self._db.execute(f"SELECT {columns} FROM calls ORDER BY rowid"):
+            yield StoredCall(*row)
+
+    @_guarded
     def call_errors(self) -> list[CallError]:
         columns = ", ".join(f.name for f in fields(CallError))
         rows = self._db.execute(f"SELECT {columns} FROM call_errors ORDER BY id")
         return [CallError(*row) for row in rows]
 
     # -- results ----------------------------------------------------------------------
+    @_guarded
     def done(self) -> dict[tuple[str, str, str, int], str]:
         """(condition, task, question id, seed) -> status of every stored result."""
         rows = self._db.execute("SELECT condition, task, question_id, seed, status FROM results")
         return {(c, t, q, s): status for c, t, q, s, status in rows}
 
+    @_guarded
     def add_result(
         self,
         condition: str,
@@ -503,21 +828,33 @@ class RunStore:
                 ),
             )
 
+    @_guarded
     def results(self) -> list[StoredResult]:
         """Every stored result with its rounds, in the run's order: question, seed, then condition.
 
         A result whose question or condition the store does not list (a hand-edited store) comes
         after those it lists, with an empty prompt and gold."""
+        return list(self.iter_results())
+
+    @_guarded
+    def iter_results(self) -> Iterator[StoredResult]:
+        """``results()`` one at a time, in the same order, each read with its own turns: memory stays that
+        of one result however large the run (a report of a 20,000-question run)."""
         questions = self.questions()
-        turns: dict[tuple[str, str, str, int], dict[int, list[Turn]]] = {}
-        keys: dict[tuple[str, str, str, int], dict[tuple[int, str], str]] = {}
-        for row in self._select("SELECT * FROM turns ORDER BY rowid"):
+        ordered = (
+            "SELECT r.* FROM results r"
+            " LEFT JOIN questions q ON q.task = r.task AND q.question_id = r.question_id"
+            " LEFT JOIN conditions c ON c.name = r.condition"
+            " ORDER BY q.rowid IS NULL, q.rowid, r.seed, c.rowid IS NULL, c.rowid, r.rowid"
+        )
+        for row in self._select(ordered):
             unit = (row["condition"], row["task"], row["question_id"], row["seed"])
-            turns.setdefault(unit, {}).setdefault(row["round"], []).append(_turn(row))
-            keys.setdefault(unit, {})[(row["round"], row["agent"])] = row["call_key"]
-        out = []
-        for row in self._select("SELECT * FROM results ORDER BY rowid"):
-            unit = (row["condition"], row["task"], row["question_id"], row["seed"])
+            turns: dict[int, list[Turn]] = {}
+            keys: dict[tuple[int, str], str] = {}
+            where = "condition = ? AND task = ? AND question_id = ? AND seed = ?"
+            for t in self._select(f"SELECT * FROM turns WHERE {where} ORDER BY rowid", *unit):
+                turns.setdefault(t["round"], []).append(_turn(t))
+                keys[(t["round"], t["agent"])] = t["call_key"]
             votes = {v["round"]: v for v in json.loads(row["votes"])}
             rounds = tuple(
                 RoundRecord(
@@ -528,7 +865,7 @@ class RunStore:
                     pool=_record(PoolRecord, votes[i]["pool"]) if votes[i]["pool"] else None,
                     retention=_record(RetentionRecord, votes[i]["retention"]) if votes[i]["retention"] else None,
                 )
-                for i, ts in sorted(turns.get(unit, {}).items())
+                for i, ts in sorted(turns.items())
             )
             question = questions.get((row["task"], row["question_id"])) or Question(row["question_id"], "", "")
             result = DebateResult(
@@ -543,29 +880,9 @@ class RunStore:
                 final_judge=_record(JudgeVerdict, json.loads(row["final_judge"])) if row["final_judge"] else None,
             )
             detail = json.loads(row["metric_detail"]) if row["metric_detail"] is not None else None
-            out.append(
-                StoredResult(
-                    row["condition"],
-                    row["task"],
-                    row["seed"],
-                    result,
-                    row["session"],
-                    row["metric"],
-                    detail,
-                    keys.get(unit, {}),
-                )
+            yield StoredResult(
+                row["condition"], row["task"], row["seed"], result, row["session"], row["metric"], detail, keys
             )
-        question_index = {k: i for i, k in enumerate(questions)}
-        names = self._db.execute("SELECT name FROM conditions ORDER BY rowid")
-        condition_index = {name: i for i, (name,) in enumerate(names)}
-        out.sort(
-            key=lambda r: (
-                question_index.get((r.task, r.result.question.id), len(question_index)),
-                r.seed,
-                condition_index.get(r.condition, len(condition_index)),
-            )
-        )
-        return out
 
     # -- tables as stored (for export) --------------------------------------------------
     @staticmethod
@@ -573,6 +890,7 @@ class RunStore:
         if table not in TABLES:
             raise StoreError(f"no table {table!r}; tables: {', '.join(TABLES)}")
 
+    @_guarded
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
         """A table's rows as stored, column by column: what ``moot export`` writes."""
         self._check_table(table)
@@ -581,9 +899,19 @@ class RunStore:
         for row in cursor:
             yield dict(zip(names, row))
 
+    @_guarded
     def count(self, table: str) -> int:
         self._check_table(table)
         return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+def _incompatible(db: sqlite3.Connection, path: Path, version: Any) -> StoreError:
+    row = db.execute("SELECT value FROM meta WHERE key = 'moot_version'").fetchone()
+    written_by = json.loads(row[0]) if row else "an unknown version"
+    return StoreError(
+        f"{path} was written by moot {written_by} with store schema {version}; "
+        f"this moot ({__version__}) reads schema {SCHEMA_VERSION}"
+    )
 
 
 def _schema_version(db: sqlite3.Connection) -> Any:

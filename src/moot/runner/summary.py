@@ -21,8 +21,10 @@ K = TypeVar("K", bound=Hashable)
 @dataclass(frozen=True)
 class Usage:
     """Calls and tokens. ``calls``/tokens/model time/cost are what was paid for (calls stored under a
-    condition); ``used_*`` count every call the debates used (agents' turns, judges, moderators, filters,
-    scorers), including calls shared with another condition or replayed."""
+    condition); ``used_*`` count every call the debates needed (agents' turns, every candidate of a
+    diversity-aware round 0's pool, judges, moderators, filters, scorers), including calls shared with
+    another condition or replayed. Per question, used is never less than paid (``usage``), so
+    ``shared_calls`` is never negative."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -37,6 +39,31 @@ class Usage:
     @property
     def used_tokens(self) -> int:
         return self.used_prompt_tokens + self.used_completion_tokens
+
+    @property
+    def shared_calls(self) -> int:
+        """Calls used but paid by another condition or an earlier identical call (round 0 shared, replays)."""
+        return self.used_calls - self.calls
+
+
+Unit = tuple[str, str, str, int]  # condition, task, question id, seed
+
+
+@dataclass(frozen=True)
+class UsedCalls:
+    """What one stored result's debate used: its calls and their prompt and completion tokens."""
+
+    condition: str
+    task: str
+    question_id: str
+    seed: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def unit(self) -> Unit:
+        return (self.condition, self.task, self.question_id, self.seed)
 
 
 def helper_usage(stored: StoredResult) -> tuple[int, int, int]:
@@ -55,15 +82,41 @@ def helper_usage(stored: StoredResult) -> tuple[int, int, int]:
     )
 
 
+def used_calls(stored: StoredResult) -> UsedCalls:
+    """The calls a stored result's debate used: one per agent turn, except a diversity-aware round 0, which
+    used every candidate of its pool (M calls, of which N replies were kept as the agents' turns), plus its
+    helpers' calls (``helper_usage``)."""
+    calls, prompt_tokens, completion_tokens = helper_usage(stored)
+    for record in stored.result.rounds:
+        if record.pool is not None:
+            calls += len(record.pool.texts)
+            prompt_tokens += record.pool.prompt_tokens
+            completion_tokens += record.pool.completion_tokens
+            continue
+        for turn in record.turns:
+            calls += 1
+            prompt_tokens += turn.prompt_tokens
+            completion_tokens += turn.completion_tokens
+    question = stored.result.question.id
+    return UsedCalls(stored.condition, stored.task, question, stored.seed, calls, prompt_tokens, completion_tokens)
+
+
 def usage(
     calls: Iterable[StoredCall],
-    results: Iterable[StoredResult],
+    results: Iterable[StoredResult | UsedCalls],
     prices: Mapping[str, Price],
     by: Callable[[str, str], K],
 ) -> dict[K, Usage]:
     """Paid and used calls and tokens grouped by ``by(condition, task)``, priced by model name (US dollars
-    per million tokens). A group with a call whose model has no price has cost None."""
+    per million tokens). A group with a call whose model has no price has cost None. ``results``: the
+    stored results, or their ``used_calls`` (what a report streaming a large store keeps).
+
+    Used is counted per question (condition, task, question id, seed) as the larger of what its result
+    records (``used_calls``) and what the question paid: calls a question made but its result does not
+    record (the successful calls of a round that then failed, a question not finished yet, a call made
+    again with --no-cache) were needed too, so used is never less than paid and shared never negative."""
     out: dict[K, Usage] = {}
+    paid: dict[Unit, tuple[int, int, int]] = {}
     for c in calls:
         key = by(c.condition, c.task)
         u = out.get(key, Usage())
@@ -80,20 +133,23 @@ def usage(
             cost=cost,
             unpriced=u.unpriced if price is not None else u.unpriced | {c.model_name},
         )
+        unit = (c.condition, c.task, c.question_id, c.seed)
+        n, p, q = paid.get(unit, (0, 0, 0))
+        paid[unit] = (n + 1, p + c.prompt_tokens, q + c.completion_tokens)
+    used: dict[Unit, tuple[int, int, int]] = {}
     for r in results:
-        key = by(r.condition, r.task)
+        x = r if isinstance(r, UsedCalls) else used_calls(r)
+        used[x.unit] = (x.calls, x.prompt_tokens, x.completion_tokens)
+    for unit in dict.fromkeys([*used, *paid]):
+        recorded, made = used.get(unit, (0, 0, 0)), paid.get(unit, (0, 0, 0))
+        n, p, q = (max(a, b) for a, b in zip(recorded, made))
+        key = by(unit[0], unit[1])
         u = out.get(key, Usage())
-        calls_, prompt_tokens, completion_tokens = helper_usage(r)
-        for record in r.result.rounds:
-            for turn in record.turns:
-                calls_ += 1
-                prompt_tokens += turn.prompt_tokens
-                completion_tokens += turn.completion_tokens
         out[key] = replace(
             u,
-            used_calls=u.used_calls + calls_,
-            used_prompt_tokens=u.used_prompt_tokens + prompt_tokens,
-            used_completion_tokens=u.used_completion_tokens + completion_tokens,
+            used_calls=u.used_calls + n,
+            used_prompt_tokens=u.used_prompt_tokens + p,
+            used_completion_tokens=u.used_completion_tokens + q,
         )
     return out
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from moot.errors import ConfigError
+from moot.limits import MAX_STOCKFISH_DEPTH
 from moot.tasks.arc import ARCChallengeTask
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import (
@@ -57,8 +58,12 @@ TASKS: dict[str, Callable[[], Task]] = {
 
 
 def _depth(argument: str) -> ChessMoveTask:
-    if not argument.isdigit() or int(argument) < 1:
-        raise ConfigError(f"chess-move:<depth> needs a positive integer depth, got {argument!r}")
+    if not (argument.isascii() and argument.isdigit()) or not argument.strip("0"):
+        raise ConfigError(f"chess-move:<depth> needs a positive integer depth, got {argument[:40]!r}")
+    if len(argument.lstrip("0")) > 6 or int(argument) > MAX_STOCKFISH_DEPTH:
+        raise ConfigError(
+            f"chess-move:<depth>: the Stockfish depth is at most {MAX_STOCKFISH_DEPTH}, got {argument[:40]}"
+        )
     return ChessMoveTask(depth=int(argument))
 
 

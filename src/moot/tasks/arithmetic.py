@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from moot.errors import ConfigError
+from moot.limits import MAX_GENERATED_QUESTIONS, check_at_most
 from moot.tasks.base import Extraction, Question, TaskBase
 from moot.tasks.extract import last_number, numbers_equal
 from moot.tasks.wording import CHOI_DECIMAL, ChoiWording
@@ -48,7 +49,9 @@ class ArithmeticTask(TaskBase):
         self.system_prompt = system_prompt
 
     def questions(self, count: int, seed: int, split: str | None = None) -> list[Question]:
-        """``count`` questions from a generator seeded with ``seed``; the first k are the same for any count >= k."""
+        """``count`` questions from a generator seeded with ``seed``; the first k are the same for any count >= k
+        (at most ``MAX_GENERATED_QUESTIONS``)."""
+        check_at_most(count, MAX_GENERATED_QUESTIONS, f"the question count of generated task {self.name}")
         rng = random.Random(seed)
         items = []
         for i in range(count):
@@ -65,15 +68,24 @@ class ArithmeticTask(TaskBase):
         return items
 
     def by_ids(self, ids: Sequence[str], split: str | None = None) -> list[Question]:
-        """Questions by id ("arithmetic-s<seed>-<index>"): regenerated from their seed."""
-        found = []
+        """Questions by id ("arithmetic-s<seed>-<index>", index below ``MAX_GENERATED_QUESTIONS``):
+        regenerated from their seed, each seed's questions once."""
+        wanted: list[tuple[int, int]] = []
         for qid in ids:
             match = _ID.fullmatch(qid)
-            if match is None:
-                raise ConfigError(f"{qid!r} is not an arithmetic question id (arithmetic-s<seed>-<index>)")
-            seed, index = int(match.group(1)), int(match.group(2))
-            found.append(self.questions(index + 1, seed)[index])
-        return found
+            if match is None or len(match.group(1)) > 20:
+                raise ConfigError(f"{qid[:100]!r} is not an arithmetic question id (arithmetic-s<seed>-<index>)")
+            digits = match.group(2).lstrip("0") or "0"
+            if len(digits) > 9 or int(digits) >= MAX_GENERATED_QUESTIONS:
+                raise ConfigError(
+                    f"question {qid[:100]!r}: the index of a generated question is below {MAX_GENERATED_QUESTIONS:,}"
+                )
+            wanted.append((int(match.group(1)), int(digits)))
+        counts: dict[int, int] = {}
+        for seed, index in wanted:
+            counts[seed] = max(counts.get(seed, 0), index + 1)
+        generated = {seed: self.questions(count, seed) for seed, count in counts.items()}
+        return [generated[seed][index] for seed, index in wanted]
 
     def render(self, question: Question) -> str:
         return f"What is the result of {question.prompt}? {self.answer_instruction}"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from moot.errors import ConfigError
+from moot.limits import MAX_GENERATED_QUESTIONS, check_at_most
 from moot.seeds import derive_seed
 from moot.tasks.base import DataSource, Extraction, MetricContext, Question, TaskBase, TaskMetric
 from moot.tasks.data import FILE_SPLIT, Row, check_split, file_sha256, read_records, select
@@ -230,6 +231,7 @@ class _ChessTask(TaskBase):
             return select(self.items(), count, seed, f"task {self.name} (file {self.source.path})")
         if count < 1:
             raise ConfigError(f"the question count must be positive, got {count}")
+        check_at_most(count, MAX_GENERATED_QUESTIONS, f"the question count of generated task {self.name}")
         return [self.generate(seed, i) for i in range(count)]
 
     def by_ids(self, ids: Sequence[str], split: str | None = None) -> list[Question]:
@@ -244,9 +246,14 @@ class _ChessTask(TaskBase):
         found = []
         for qid in ids:
             match = pattern.fullmatch(qid)
-            if match is None:
-                raise ConfigError(f"{qid!r} is not a {self.name} question id ({self.id_prefix}-s<seed>-<index>)")
-            found.append(self.generate(int(match.group(1)), int(match.group(2))))
+            if match is None or len(match.group(1)) > 20:
+                raise ConfigError(f"{qid[:100]!r} is not a {self.name} question id ({self.id_prefix}-s<seed>-<index>)")
+            digits = match.group(2).lstrip("0") or "0"
+            if len(digits) > 9 or int(digits) >= MAX_GENERATED_QUESTIONS:
+                raise ConfigError(
+                    f"question {qid[:100]!r}: the index of a generated question is below {MAX_GENERATED_QUESTIONS:,}"
+                )
+            found.append(self.generate(int(match.group(1)), int(digits)))
         return found
 
     @property

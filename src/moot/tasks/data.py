@@ -15,6 +15,7 @@ import importlib.util
 import io
 import json
 import random
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,7 +88,7 @@ class Row:
             try:
                 return int(value.strip())
             except ValueError:
-                raise self.error(field, f"must be an integer, got {value!r}") from None
+                raise self.error(field, f"must be an integer, got {_shown(value)}") from None
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(field, f"must be an integer, got {_kind(value)}")
         return value
@@ -154,6 +155,11 @@ class Row:
         return found
 
 
+def _shown(value: str) -> str:
+    """A cell's value for an error message: at most 40 characters of it."""
+    return repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value):,} characters)"
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -202,7 +208,19 @@ def read_jsonl(path: Path) -> Iterator[Row]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}: row {number}: not valid JSON ({exc.msg})") from None
+        except ValueError as exc:  # an integer beyond Python's int conversion limit
+            raise ConfigError(f"{path}: row {number}: {_json_value_problem(exc)}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: row {number}: not valid JSON (nested too deeply)") from None
         yield Row(data, str(path), number)
+
+
+def _json_value_problem(exc: ValueError) -> str:
+    """What json.loads says of an integer with more digits than Python converts (4,300 by default)."""
+    return (
+        f"an integer of more than {sys.get_int_max_str_digits():,} digits ({str(exc).split(':')[-1].split(';')[0].strip()}); "
+        "write a number that long as a string"
+    )
 
 
 def read_csv(path: Path) -> Iterator[Row]:
@@ -223,6 +241,10 @@ def read_json_array(path: Path) -> Iterator[Row]:
         data = json.loads(_decode(path, _read_bytes(path)))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {_json_value_problem(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(data, list):
         raise ConfigError(f"{path}: expected JSON lines or a JSON array of rows, got {_kind(data)}")
     for number, item in enumerate(data, 1):

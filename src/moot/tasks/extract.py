@@ -19,8 +19,13 @@ _BOXED = re.compile(r"\\boxed\s*\{")
 _FINAL_ANSWER = re.compile(r"\{\s*final\s+answer\s*:(?P<body>[^{}]*)\}", re.IGNORECASE)
 
 
+_EXPANSION = 64  # digits that an exponent ("1e60") may add to a number as written
+
+
 def canonical_number(text: str) -> str | None:
-    """'1,234' -> '1234', '-12.0' -> '-12', '0.50' -> '0.5'; None if not a number."""
+    """'1,234' -> '1234', '-12.0' -> '-12', '0.50' -> '0.5'; None if not a number. Exact at any length
+    (a 5,000-digit number too); a number whose exponent would add more than 64 digits ("1e999999")
+    is not read as one."""
     cleaned = text.replace(",", "").replace("\u2212", "-").replace(" ", "")
     try:
         value = Decimal(cleaned)
@@ -28,9 +33,16 @@ def canonical_number(text: str) -> str | None:
         return None
     if not value.is_finite():
         return None
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)  # a finite number's
+    if abs(exponent) > len(cleaned) + _EXPANSION:
+        return None
+    if value == 0:
+        return "0"
     if value == value.to_integral_value():
-        return str(int(value))
-    return format(value.normalize(), "f")
+        return format(value.to_integral_value(), "f")  # no int(): Python converts at most 4,300 digits to text
+    digits = format(value, "f")  # exact, unlike normalize(), which rounds to the context's 28 digits
+    return digits.rstrip("0").rstrip(".") if "." in digits else digits
 
 
 def numbers_in(text: str) -> list[str]:

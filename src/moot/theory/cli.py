@@ -12,12 +12,14 @@ from rich.console import Console
 from rich.table import Table
 
 from moot.cli_support import reports_errors as _reports_errors
+from moot.errors import MootError
 
 theory_app = typer.Typer(
     help="Simulate the Dirichlet-categorical model of debate and check its theorems (Zhu et al. 2026, §5).",
     no_args_is_help=True,
 )
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+DEFAULT_PLOT = Path("theory.png")  # moot's own name for the plot: replaced without --force
 F = TypeVar("F", bound=Callable[..., Any])
 
 Agents = Annotated[int, typer.Option("--agents", "-n", help="Number of agents.")]
@@ -309,7 +311,15 @@ def init(
 @theory_app.command()
 @_reports_errors
 def plot(
-    output: Annotated[Path, typer.Option("--output", "-o", help="PNG file to write.")] = Path("theory.png"),
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="PNG file to write (default: theory.png, replaced when it exists); an existing file is "
+            "replaced only with --force, a run store never.",
+        ),
+    ] = None,
     agents: Agents = 5,
     rounds: Rounds = 5,
     answers: Answers = 4,
@@ -330,14 +340,18 @@ def plot(
     tie_rule: TieRule = "first",
     debates: Debates = 20_000,
     seed: Seed = 0,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --output file.")] = False,
 ) -> None:
     """Plot belief and majority accuracy per round by update rule, and the effect of diverse initialisation.
 
     Panels: expected belief and majority accuracy per round for unweighted, confidence-weighted and
     uninformatively weighted updates (95% bands); random vs diverse initialisation over the prior belief.
     """
+    from moot.outputs import check_output
     from moot.theory.plots import plot_theory
 
+    target = output or DEFAULT_PLOT
+    check_output(target, force=force, default=output is None)
     model = _model(
         agents,
         rounds,
@@ -357,7 +371,10 @@ def plot(
         selection,
         tie_rule,
     )
-    figure = plot_theory(model, debates, seed, output)
+    try:
+        figure = plot_theory(model, debates, seed, target)
+    except OSError as exc:
+        raise MootError(f"cannot write {target}: {exc.strerror or exc}") from None
     table = Table(title="update rules", title_justify="left")
     for column in ("update", "E\\[belief] round 0", "after last update", "drift ± 1.96 SE", "final majority"):
         table.add_column(column, justify="left" if column == "update" else "right")

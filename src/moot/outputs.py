@@ -1,0 +1,92 @@
+"""What moot's output files (reports, exports, plots) may be written over.
+
+An output file is written:
+
+- where no file is;
+- over an earlier output at moot's own default name for it (beside the run: ``RUN.report.html``,
+  ``RUN.TABLE.FORMAT``; ``theory.png`` in the working folder): those names are moot's;
+- over any other existing file only with ``--force``.
+
+Never, even with ``--force``: over the run being read, over a run store or any other SQLite
+database (recognised by its header, whatever its name), over a store's ``-wal``, ``-shm``,
+``-journal`` or ``.lock`` file, or over a folder. Every check is made before any work is done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from moot.errors import ConfigError, MootError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+STORE_FILES = ("-wal", "-shm", "-journal", ".lock")  # what SQLite and moot keep beside a store
+
+
+def is_database(path: Path) -> bool:
+    """True for an SQLite database file (a run store or any other), by its first 16 bytes."""
+    try:
+        with path.open("rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output(path: Path, *, force: bool = False, default: bool = False, reading: Path | None = None) -> None:
+    """Refuse (ConfigError) to write an output file at ``path`` where the rules above forbid it.
+
+    ``default``: ``path`` is moot's default name for this output; ``reading``: the run being read."""
+    never = "moot never writes over a run store, even with --force; choose another output file"
+    if reading is not None and _same(path, reading):
+        raise ConfigError(f"{path} is the run being read; {never}")
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder; name the output file")
+    if is_database(path):
+        raise ConfigError(f"{path} is a run store (an SQLite database); {never}")
+    for suffix in STORE_FILES:
+        if path.name.endswith(suffix) and is_database(path.with_name(path.name[: -len(suffix)])):
+            raise ConfigError(f"{path} belongs to the run store beside it; {never}")
+    if (path.exists() or path.is_symlink()) and not (force or default):
+        raise ConfigError(f"{path} exists and moot did not write it there; pass --force to replace it")
+
+
+def write_output(path: Path, write: Callable[[Path], object]) -> Path:
+    """Write an output file whole or not at all: ``write`` fills a temporary file beside ``path``, which
+    then replaces it, so a full disk or a kill leaves any earlier file as it was. A link is written
+    through (its target replaced), a device or pipe written into. An OS fault is a MootError."""
+    real = Path(os.path.realpath(path))
+    try:
+        if real.exists() and not real.is_file():  # /dev/stdout, a pipe: write into it
+            write(real)
+            return path
+        fd, name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".part", dir=real.parent)
+    except OSError as exc:
+        raise MootError(f"cannot write {path}: {exc.strerror or exc}") from None
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        write(temporary)
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, real)
+    except OSError as exc:
+        raise MootError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

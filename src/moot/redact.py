@@ -1,0 +1,91 @@
+"""Credentials never reach what moot writes or prints: one function, ``redact``, masks them.
+
+It is applied where text that may hold a credential enters moot: every moot error message (a
+server that echoes the key in a 401, a URL in a connection error), every base URL that is stored
+or shown (a backend's model id, the stored experiment and conditions, the header of ``moot run``).
+It masks, with ``***``:
+
+- the user information of a URL (``http://user:password@host`` -> ``http://***@host``);
+- the value of a credential-like query parameter (``?api-key=``, ``key``, ``token``, ``access_token``,
+  ``password``, ``secret``, ``sig``, ...);
+- a bearer token, an ``sk-...`` key and what follows "API key ...:" (and a Bearer or Basic) in an
+  error message;
+- every secret registered with ``register_secret`` (the API key read from the environment, the
+  credentials of a base URL and their Basic-authorization form), wherever it appears.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+MASK = "***"
+# shorter values are too likely to occur by chance in ordinary text to be masked everywhere
+MIN_SECRET_LENGTH = 6
+
+_PARAMS = r"api[-_]?key|key|token|access[-_]?token|auth|password|passwd|pwd|secret|client[-_]?secret|sig|signature"
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]+@"), rf"\1{MASK}@"),
+    (re.compile(rf"(?i)([?&;](?:{_PARAMS})=)[^&#\s\"'<>]+"), rf"\1{MASK}"),
+    (
+        re.compile(r"(?i)(\bapi[-_ ]?key\b[^:=\n]{0,30}?[:=]\s*(?:(?:bearer|basic)\s+)?+)(?!\*\*\*)[^\s\"',;]+"),
+        rf"\1{MASK}",
+    ),
+    (re.compile(r"(?i)(\bbearer\s+)(?!\*\*\*)[^\s\"',;]+"), rf"\1{MASK}"),
+    (re.compile(r"\bsk-[A-Za-z0-9_*.-]{6,}"), f"sk-{MASK}"),
+)
+_SECRET_PARAM = re.compile(rf"(?i)^(?:{_PARAMS})$")
+
+_secrets: set[str] = set()
+_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Mask ``value`` (and its percent-decoded form) wherever it appears from now on."""
+    if not value:
+        return
+    with _lock:
+        for form in {value, unquote(value)}:
+            if len(form) >= MIN_SECRET_LENGTH:
+                _secrets.add(form)
+
+
+def register_url_secrets(url: str | None) -> None:
+    """Register the credentials a URL carries: its user information and credential-like query values."""
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rsplit("@", 1)[0]
+        register_secret(userinfo)
+        for piece in userinfo.split(":", 1):
+            register_secret(piece)
+        # what an HTTP client sends for it (Authorization: Basic ...), which a server may echo
+        register_secret(base64.b64encode(unquote(userinfo).encode()).decode())
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if _SECRET_PARAM.match(name):
+            register_secret(value)
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential masked (see the module's docstring)."""
+    text = redact_secrets(text)
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with only the registered secrets masked: for a model's reply, where the patterns could
+    mask ordinary words."""
+    with _lock:
+        secrets = sorted(_secrets, key=len, reverse=True)  # a longer secret first: it may hold a shorter one
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text

@@ -1,0 +1,280 @@
+"""The report at its limits: intervals at 0% and 100%, names that look like markup or mathtext, and runs too
+large for one page (issue 14, items 12, 13 and 15)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from moot.analysis import build_report
+from moot.analysis import plots as plots_module
+from moot.analysis.html import SCRIPT_HASH, pages_folder, report_html, write_html
+from moot.analysis.plots import error_bar, plots
+from moot.analysis.report import Report
+from moot.analysis.stats import Proportion, proportion_interval, question_accuracy, wilson
+from moot.backends.base import GenerationRequest
+from moot.backends.scripted import SCRIPTED_MODELS
+from moot.runner.config import parse_experiment
+from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.store import RunStore
+from tests.fixtures.analysis_run import PAYLOAD, make_run
+
+_EXPRESSION = re.compile(r"result of (\d+)\+(\d+)\*(\d+)\+(\d+)-(\d+)\*(\d+)")
+
+
+def _gold(request: GenerationRequest) -> int:
+    match = _EXPRESSION.search(next(m.content for m in request.messages if m.role == "user"))
+    assert match is not None
+    a, b, c, d, e, f = (int(x) for x in match.groups())
+    return a + b * c + d - e * f
+
+
+def always_right(request: GenerationRequest, index: int) -> str:
+    return f"So the answer is {_gold(request)}."
+
+
+def always_wrong(request: GenerationRequest, index: int) -> str:
+    return f"So the answer is {_gold(request) + 1}."
+
+
+def scripted_run(path: Path, model: str, questions: int, conditions: list[dict]) -> Path:
+    config = parse_experiment(
+        {
+            "name": "limits",
+            "seeds": [0],
+            "tasks": [{"name": "arithmetic", "count": questions, "seed": 0}],
+            "agent": {"backend": {"kind": "scripted", "model": model}},
+            "conditions": conditions,
+        }
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(SCRIPTED_MODELS, "right", always_right)
+        patch.setitem(SCRIPTED_MODELS, "wrong", always_wrong)
+        asyncio.run(run_experiment(config, path, RunOptions()))
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """single, vote and society on 4 questions: 12 transcripts."""
+    return make_run(tmp_path_factory.mktemp("limits") / "run.sqlite", questions=4)
+
+
+@pytest.fixture(scope="module")
+def small_report(small_run: Path) -> Report:
+    return build_report(small_run, resamples=200)
+
+
+def interval_ok(p: Proportion) -> bool:
+    return 0 <= p.low <= p.estimate <= p.high <= 1
+
+
+# -- item 12: intervals at 0% and 100% --------------------------------------------------------------------------
+def _raw_misses(n: int, k: int) -> bool:
+    """statsmodels' Wilson bound at 0/n or n/n misses 0 or 1 by a rounding error (5.6e-17, 0.9999999999999999)."""
+    low, high = proportion_confint(k, n, method="wilson")
+    return bool(low != 0) if k == 0 else bool(high != 1)
+
+
+OFF_AT_0 = [n for n in range(1, 201) if _raw_misses(n, 0)]
+OFF_AT_N = [n for n in range(1, 201) if _raw_misses(n, n)]
+
+
+def test_wilson_intervals_and_error_bars_at_0_and_n_correct_for_every_n_up_to_200() -> None:
+    assert OFF_AT_0 and OFF_AT_N  # the cause: the raw bounds miss 0 or 1 for many n
+    for n in range(1, 201):
+        for k in (0, n):
+            p = wilson(k, n)
+            assert interval_ok(p) and p.estimate == k / n, (n, k, p)
+            assert (p.low == 0.0) if k == 0 else (p.high == 1.0)
+            below, above = error_bar(p.estimate, p.low, p.high)
+            assert below >= 0 and above >= 0, (n, k)
+            low, high = proportion_confint(k, n, method="wilson")  # straight from statsmodels, unclipped
+            below, above = error_bar(k / n, float(low), float(high))
+            assert below >= 0 and above >= 0, (n, k)
+
+
+def test_cluster_bootstrap_intervals_at_0_and_n_correct_for_every_n_up_to_200() -> None:
+    for n in range(1, 201):
+        for right in (False, True):
+            p = question_accuracy([{0: right, 1: right}] * n, resamples=100)
+            assert p.method == "cluster bootstrap" and interval_ok(p) and p.estimate == float(right)
+            assert min(error_bar(p.estimate, p.low, p.high)) >= 0
+    for n in (2, 3, 7, 50, 199):  # one question wrong once: a real bootstrap near 1
+        p = question_accuracy([{0: True, 1: False}] + [{0: True, 1: True}] * (n - 1), resamples=200)
+        assert interval_ok(p) and min(error_bar(p.estimate, p.low, p.high)) >= 0
+
+
+def test_intervals_are_clipped_to_0_1_and_hold_the_estimate() -> None:
+    assert proportion_interval(0.0, 5.6e-17, 0.3) == (0.0, 0.3)
+    assert proportion_interval(1.0, 0.7, 0.9999999999999999) == (0.7, 1.0)
+    assert proportion_interval(0.5, -0.1, 1.2) == (0.0, 1.0)
+    assert proportion_interval(0.5, 0.6, 0.4) == (0.5, 0.5)
+    assert all(math.isnan(x) for x in proportion_interval(math.nan, math.nan, math.nan))
+    assert error_bar(1.0, 0.7, 0.9999999999999999) == pytest.approx((0.3, 0.0))
+    assert error_bar(math.nan, math.nan, math.nan) == (0.0, 0.0) == error_bar(0.5, math.nan, math.nan)
+
+
+def test_plots_never_draw_a_negative_error_bar(small_report: Report) -> None:
+    """Intervals off by a rounding error (as any estimator's may be) are drawn, not refused by matplotlib."""
+    (task,) = small_report.tasks
+    single, vote, society = task.conditions
+    off = (
+        replace(single, accuracy=Proportion(4, 4, 1.0, 0.5, 0.9999999999999999)),
+        replace(vote, accuracy=Proportion(0, 4, 0.0, 5.6e-17, 0.5)),
+        replace(society, accuracy=Proportion(2, 4, 0.5, 0.6, 0.4)),
+    )
+    report = replace(small_report, tasks=(replace(task, conditions=off),))
+    assert [p.key for p in plots(report)] == ["accuracy", "by-round", "stopping", "cost"]
+
+
+ORDER_N = sorted({*OFF_AT_0[:2], *OFF_AT_N[:2]})
+
+
+@pytest.mark.parametrize("n", ORDER_N)
+def test_a_real_report_with_plots_at_0_and_n_correct(tmp_path: Path, n: int) -> None:
+    for model in ("right", "wrong"):
+        path = scripted_run(tmp_path / f"{model}.sqlite", model, n, [{"name": "single", "protocol": "single"}])
+        report = build_report(path, resamples=200)
+        (c,) = report.tasks[0].conditions
+        assert (c.accuracy.successes, c.accuracy.n) == ((n if model == "right" else 0), n)
+        assert interval_ok(c.accuracy)
+        page = report_html(report)
+        assert page.count('<img alt="') == 4 and page.count('class="transcript ') == n
+
+
+# -- item 13: names that look like mathtext or markup ---------------------------------------------------------
+NAMES = [
+    "$x$",
+    "a$_$b",
+    "cost $5 and $10",
+    r"\frac{1}{2} \n",
+    "_leading",
+    "100% & 5%",
+    "<script>window.__moot_pwned = 1</script>",
+    '"><img src=x onerror="window.__moot_pwned = 2">',
+    "{{ 7 * 7 }}",
+]
+
+
+def test_dollar_signs_in_condition_names_report_as_plain_text(tmp_path: Path) -> None:
+    """Two $ in a name made matplotlib parse it as mathtext, and fail (a$_$b: ParseException)."""
+    names = ["a$_$b", "$x^^$ 50%"]
+    conditions = [{"name": names[0], "protocol": "single"}, {"name": names[1], "protocol": "vote", "agents": 3}]
+    report = build_report(scripted_run(tmp_path / "dollars.sqlite", "right", 3, conditions), resamples=200)
+    page = report_html(report)
+    assert [c.name for c in report.tasks[0].conditions] == names
+    assert all(f'<option value="{name}">{name}</option>' in page for name in names)
+
+
+def _renamed(report: Report, names: list[str]) -> Report:
+    (task,) = report.tasks
+    conditions = tuple(replace(c, name=name) for c, name in zip(task.conditions, names, strict=True))
+    return replace(report, condition_names=tuple(names), tasks=(replace(task, conditions=conditions),))
+
+
+def test_plot_labels_are_plain_text_and_the_html_escapes_them(
+    small_report: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib.text import Text
+
+    figures: list[Any] = []
+    png = plots_module._png
+
+    def keep(figure: Any) -> bytes:
+        out = png(figure)
+        figures.append(figure)
+        return out
+
+    monkeypatch.setattr(plots_module, "_png", keep)
+    for i in range(0, len(NAMES), 3):
+        names = NAMES[i : i + 3]
+        figures.clear()
+        report = _renamed(small_report, names)
+        assert len(plots(report)) == 4
+        for figure in figures:
+            assert all(not t.get_parse_math() and not t.get_usetex() for t in figure.findobj(Text))
+        accuracy, by_round = figures[0].axes[0], figures[1].axes[0]
+        assert [t.get_text() for t in accuracy.get_xticklabels()] == names
+        legend = by_round.get_legend()
+        assert legend is not None and [t.get_text() for t in legend.get_texts()] == names  # "_leading" kept
+        page = report_html(report)
+        assert "__moot_pwned = 1</script>" not in page and "<img src=x" not in page
+        assert page.count("<script") == 1
+        for name in names:
+            escaped = name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+            assert f"<td>{escaped}</td>" in page
+
+
+# -- item 15: large runs page their transcripts ---------------------------------------------------------------
+_TRANSCRIPT = re.compile(
+    r'<details class="transcript [a-z]+" data-task="[^"]*" data-condition="([^"]*)"\s+'
+    r'data-correct="[01]" data-changed="[01]" data-question="([^"]*)">'
+)
+
+
+def _transcripts(page: str) -> list[tuple[str, str]]:
+    return _TRANSCRIPT.findall(page)
+
+
+def _links(page: str) -> list[str]:
+    return [unquote(h) for h in re.findall(r'href="([^"#]+)', page)]
+
+
+def test_a_report_reads_its_store_one_result_at_a_time(small_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No list of every result or call is read (a 20,000-question run's would not fit in memory); the
+    transcripts are read from the store again when iterated, in the run's order, texts and all."""
+
+    def whole(self: RunStore) -> None:
+        raise AssertionError("read the whole store at once")
+
+    monkeypatch.setattr(RunStore, "results", whole)
+    monkeypatch.setattr(RunStore, "calls", whole)
+    report = build_report(small_run, resamples=200)
+    transcripts = report.transcripts
+    assert len(transcripts) == 12 and [t.condition for t in transcripts[:3]] == ["single", "vote", "society"]
+    assert transcripts[-1] == list(transcripts)[11] and transcripts[0].question_id == transcripts[1].question_id
+    assert PAYLOAD in transcripts[0].rounds[0].turns[0].text and transcripts[0].prompt
+    with pytest.raises(IndexError):
+        transcripts[12]
+
+
+def test_large_reports_page_their_transcripts(small_report: Report, tmp_path: Path) -> None:
+    out = tmp_path / "run.report.html"
+    assert write_html(small_report, out, page_size=5) == out
+    folder = pages_folder(out)
+    assert folder == tmp_path / "run.report-files"
+    assert sorted(p.name for p in folder.iterdir()) == ["transcripts-0002.html", "transcripts-0003.html"]
+    pages = [out.read_text(), *((folder / n).read_text() for n in ("transcripts-0002.html", "transcripts-0003.html"))]
+    # every transcript once, in the run's order: 5 on the report's page, then pages of 5
+    assert [len(_transcripts(p)) for p in pages] == [5, 5, 2]
+    assert sum((_transcripts(p) for p in pages), []) == [(t.condition, t.question_id) for t in small_report.transcripts]
+    # the report keeps its statistics and plots and links every page; pages link the report and each other
+    main, second, third = pages
+    assert main.count('<img alt="') == 4 and 'data-key="overview"' in main
+    assert "This page shows transcripts 1–5 of 12" in main and "page 3: 11–12" in main
+    assert _links(main) == ["run.report-files/transcripts-0002.html", "run.report-files/transcripts-0003.html"]
+    # the second page's previous page is the report's
+    assert _links(second) == ["../run.report.html", "../run.report.html", "transcripts-0003.html"] * 2
+    assert _links(third) == ["../run.report.html", "transcripts-0002.html"] * 2  # the last page: no next
+    for page, where in zip(pages, (tmp_path, folder, folder)):
+        assert all((where / link).is_file() for link in _links(page))
+        # each page as safe and self-contained as the report: its own script only, by hash; the filters
+        assert page.count("<script") == 1 and f"script-src 'sha256-{SCRIPT_HASH}'" in page
+        assert 'id="f-condition"' in page and 'id="f-count"' in page
+        assert "<script>window.__moot_pwned" not in page and "&lt;script&gt;window.__moot_pwned" in page
+    # a page also closes at its byte budget (but holds one transcript at least)
+    write_html(small_report, out, page_size=500, page_bytes=1)
+    assert len(_transcripts(out.read_text())) == 1 and len(list(folder.iterdir())) == 11
+    # a report that fits on one page removes the pages an earlier one left
+    write_html(small_report, out)
+    assert not folder.exists() and len(_transcripts(out.read_text())) == 12
+    assert len(_transcripts(report_html(small_report))) == 12

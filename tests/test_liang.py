@@ -98,11 +98,12 @@ async def debate(protocol: ProtocolSpec, aff: list[str], neg: list[str], judge: 
         ("Choice (C)", "C"),
         ("paris", "B"),  # exactly one choice's text
         ("Paris.", "B"),
-        ("The capital is Paris, of course", "B"),  # one choice's text, as whole words
-        ("Paris or Rome", None),  # two choices
-        ("Parisian", None),  # not as a whole word
+        ("the Paris", "B"),  # a leading article aside
+        ("The capital is Paris", None),  # prose mentioning a choice is not read
+        ("Not Paris", None),
+        ("Paris or Rome", None),
+        ("Parisian", None),
         ("A person would say so", None),  # an article, not a letter
-        ("A person would say London", "A"),  # London is choice A
         ("B.C. was earlier", None),
         ("E", None),  # outside the question's letters
         ("Neither", None),

@@ -56,26 +56,26 @@ def field_letter(text: str, question: Question, letters: str = "ABCD") -> str | 
     """The letter stated in a moderator's or judge's answer field.
 
     First as in a reply ("(B)", "the answer is B", "{final answer: B}"); else a field that is, or
-    opens with, a letter ("B", "B)", "B.", "Option B", "answer: B"); else the one choice whose text
-    the field is or contains as whole words ("The appliances are connected in series."), case and
-    punctuation ignored; a choice contained in another that also matches gives way to it. None when
-    none of these holds, or when two unrelated choices match.
+    opens with, a letter ("B", "B)", "B.", "Option B", "answer: B"); else a field that is exactly one
+    choice's text, case, punctuation and a leading "the", "a" or "an" aside ("Stems would wilt" for
+    "The stems would wilt."). Prose that merely mentions a choice is not read: a moderator may name a
+    choice to reject it. None when none of these holds.
     """
     if (letter := choice_letter(text, letters)) is not None:
         return letter
     match = _FIELD.match(text)
     if match is not None and match.group("letter") in letters:
         return match.group("letter")
-    field = f" {_plain(text)} "
+    field = _plain(text)
     choices = [_plain(str(c)) for c in question.metadata.get("choices", [])][: len(letters)]
-    hits = [i for i, c in enumerate(choices) if c and f" {c} " in field]
-    longest = [i for i in hits if not any(j != i and choices[i] in choices[j] for j in hits)]
-    return letters[longest[0]] if len(longest) == 1 else None
+    hits = [i for i, c in enumerate(choices) if c and c == field]
+    return letters[hits[0]] if len(hits) == 1 else None
 
 
 def _plain(text: str) -> str:
-    """Lower case, words only: punctuation becomes space."""
-    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
+    """Lower case, words only (punctuation becomes space), without a leading article."""
+    words = re.sub(r"[^\w]+", " ", text.lower()).split()
+    return " ".join(words[1:] if words[:1] in (["the"], ["a"], ["an"]) and len(words) > 1 else words)
 
 
 def lettered(choices: Sequence[str]) -> str:

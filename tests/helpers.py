@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from moot.backends.config import ScriptedBackendConfig
 from moot.backends.scripted import ScriptedBackend
@@ -17,3 +20,12 @@ def scripted_agents(*replies: Sequence[str], persona: str | None = None) -> list
         Agent(AgentSpec(name=f"agent-{i}", backend=SCRIPTED, persona=persona), ScriptedBackend(list(r)))
         for i, r in enumerate(replies, 1)
     ]
+
+
+def query(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` on the SQLite file at ``path``, read directly (to check the store by hand)."""
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql, args).fetchall()
+    finally:
+        db.close()

@@ -27,6 +27,7 @@ from moot.analysis.stats import holm, mcnemar_exact, wilson
 from moot.debate.components.aggregation import majority_vote
 from moot.runner.store import RunStore
 from tests.fixtures.analysis_run import PAYLOAD, PRICE, QUESTIONS, make_run
+from tests.helpers import query
 
 RESAMPLES = 2000
 
@@ -39,14 +40,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def report(run: Path) -> Report:
     return build_report(run, resamples=RESAMPLES)
-
-
-def query(path: Path, sql: str) -> list[tuple]:
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
 
 
 def test_accuracy_and_paired_tests_match_the_store(run: Path, report: Report) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from moot.backends.base import GenerationRequest
 from moot.backends.scripted import SCRIPTED_MODELS, seeded_numbers
 from moot.runner.config import parse_experiment
 from moot.runner.experiment import RunOptions, run_experiment
+from tests.helpers import query
 
 QUESTIONS = 2
 PICKED = "<b>keep</b> [1, 4]"  # the picky filter's reply: agents 1 and 4, with markup the report must escape
@@ -73,14 +73,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def report(run: Path) -> Report:
     return build_report(run, resamples=200)
-
-
-def query(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(sql, args).fetchall()
-    finally:
-        db.close()
 
 
 def retention_records(path: Path, condition: str) -> list[dict[str, Any]]:

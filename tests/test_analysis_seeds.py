@@ -30,6 +30,7 @@ from moot.analysis.tables import difference_text
 from moot.debate.components.aggregation import majority_vote
 from moot.tasks import get_task
 from tests.fixtures.analysis_run import make_run
+from tests.helpers import query
 
 QUESTIONS, SEEDS = 6, (0, 1, 2)
 RESAMPLES = 2000
@@ -43,14 +44,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def report(run: Path) -> Report:
     return build_report(run, resamples=RESAMPLES)
-
-
-def query(path: Path, sql: str) -> list[tuple]:
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
 
 
 def matrices(path: Path) -> tuple[list[str], dict[str, np.ndarray]]:

@@ -38,7 +38,8 @@ def test_run_prints_answers_per_round_final_and_totals(tiny_model, tmp_path: Pat
     (society_row,) = [line for line in totals.splitlines() if line.startswith("│ society")]
     cells = [c.strip() for c in society_row.strip("│").split("│")]
     assert re.fullmatch(r"\d/2 \(\d+%\)", cells[1]), society_row
-    assert cells[4:8] == ["0", "2.00", "8", "0"]  # errors, mean rounds, calls paid, shared
+    assert re.fullmatch(r"\d/8", cells[3]), society_row  # replies cut off by the token limit, of 8
+    assert cells[4:9] == ["0", "0", "2.00", "8", "0"]  # abstained, errors, mean rounds, calls paid, shared
     assert "this session: model calls 8 · replayed from the store 0 · questions run 2, already stored 0" in out
     (store,) = (tmp_path / "runs").glob("society-arithmetic-*.sqlite")
 

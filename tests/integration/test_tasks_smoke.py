@@ -67,7 +67,7 @@ async def test_one_question(name: str, backend: LocalBackend) -> None:
         (turn,) = result.rounds[0].turns
         assert turn.text.strip() and turn.completion_tokens > 0
         assert turn.shown[-1].content == task.render(question)
-        extraction = task.extract(turn.text)
+        extraction = task.read_reply(turn.text, question)  # chess-move: the move as UCI in its position
         assert (turn.answer, turn.parse_status) == (extraction.answer, extraction.status)
         assert (turn.parse_status is ParseStatus.PARSED) == (turn.answer is not None)
         assert turn.correct == (turn.answer is not None and task.score(turn.answer, question))

@@ -169,3 +169,14 @@ async def test_diverse_initialisation_can_use_embedding_similarity() -> None:
     assert pool is not None and pool.answers == ("10", "10", "10", "10")
     # no new answer after the first: the candidate least like it by meaning, not by shared tokens
     assert pool.selected[0] == 0 and pool.selected[1] in (2, 3)
+
+
+def test_loading_the_embedding_model_prints_nothing() -> None:
+    """No other library's progress bar ("Loading weights 0/103") in moot's output (issue 16)."""
+    import subprocess
+    import sys
+
+    code = "from moot.debate.embeddings import embedding_diversity; print(embedding_diversity(['a b', 'c d']) > 0)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("True\n", "")

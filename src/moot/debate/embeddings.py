@@ -37,7 +37,9 @@ def _model() -> Any:
     folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # its "Loading weights" bar would print in every run
     return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
 
 

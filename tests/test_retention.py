@@ -4,7 +4,7 @@ last-vote cues, every retention rule, the filter's fallback, and the efficiency 
 from __future__ import annotations
 
 import math
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -142,20 +142,31 @@ def test_logprob_protocols_refuse_backends_without_logprobs() -> None:
 
 
 def test_retained_diversity_uses_minilm_when_installed_and_jaccard_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's measure of the kept replies (a debate does not measure them): every group's distinct
+    texts in one encode call."""
     from moot.debate import embeddings
-    from moot.debate.diversity import diversity_measure, text_diversity
+    from moot.debate.diversity import retained_diversity, text_diversity
 
     texts = ["The cat sat on the mat.", "A cat is sitting on a mat.", "Quantum chromodynamics describes quarks."]
     assert embeddings.available()  # the test extra installs it
-    measure, name = diversity_measure()
-    assert name == "1 - cosine, all-MiniLM-L6-v2"
-    value = measure(texts)
+    model, encoded = embeddings._model(), []
+
+    class Counting:
+        def encode(self, batch: list[str], **options: Any) -> Any:
+            encoded.append(list(batch))
+            return model.encode(batch, **options)
+
+    monkeypatch.setattr(embeddings, "_model", Counting)
+    (value, first, last, alone, none), name = retained_diversity([texts, texts[:2], texts[1:], texts[:1], []])
+    assert name == "1 - cosine, all-MiniLM-L6-v2" and encoded == [texts]  # one call, each text once
     sims = embeddings.pairwise_similarity(texts)
     assert sims[0][1] > 0.8 > 0.2 > sims[0][2]  # paraphrases are close, unrelated text is far
-    assert value == pytest.approx(((1 - sims[0][1]) + (1 - sims[0][2]) + (1 - sims[1][2])) / 3)
+    assert value == pytest.approx(((1 - sims[0][1]) + (1 - sims[0][2]) + (1 - sims[1][2])) / 3, abs=1e-6)
+    assert (first, last) == (pytest.approx(1 - sims[0][1], abs=1e-6), pytest.approx(1 - sims[1][2], abs=1e-6))
+    assert alone == none == 0.0 and embeddings.embedding_diversity(texts) == pytest.approx(value, abs=1e-6)
     monkeypatch.setattr(embeddings, "available", lambda: False)
-    measure, name = diversity_measure()
-    assert name == "1 - token jaccard" and measure(texts) == pytest.approx(text_diversity(texts))
+    values, name = retained_diversity([texts, texts[:1]])
+    assert name == "1 - token jaccard" and values == pytest.approx([text_diversity(texts), 0.0])
 
 
 async def test_diverse_initialisation_can_use_embedding_similarity() -> None:

@@ -319,3 +319,53 @@ def test_biographies_are_scored_fact_by_fact_by_the_judge(tmp_path: Path, monkey
     assert len(judge_calls) == 2 * 3 and outcome.calls == 2 * 2 + 6  # the judge's calls are counted
     conditions, _ = summarize(RunStore.open(path))
     assert conditions[0].metric == pytest.approx(0.5)
+
+
+def test_a_finished_run_replays_without_building_or_checking_a_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing pending: no backend is built or checked (a local model would load, a server be asked), the
+    session is still recorded, the results and the stored models are as they were, and `moot run` prints
+    its summary."""
+    from typer.testing import CliRunner
+
+    from moot.cli import app
+
+    path = tmp_path / "run.sqlite"
+    config = experiment(THREE)
+    run(config, path)
+    before, sessions = stored(path), stored(path, "sessions")
+    store = RunStore.open(path)
+    models, totals = store.meta()["models"], summarize(store)
+    store.close()
+
+    def refuse(*_: Any) -> Any:
+        raise BackendError("no backend may be built or checked when nothing is pending")
+
+    monkeypatch.setattr(evaluate_module, "make_backend", refuse)
+    monkeypatch.setattr(ScriptedBackend, "check", refuse)
+    again = run(config, path, retry_errors=True)  # no stored error: nothing to retry either
+    assert (again.ran, again.skipped, again.calls, again.replayed, again.errors) == (0, 12, 0, 0, 0)
+    assert stored(path) == before and len(stored(path, "sessions")) == len(sessions) + 1
+    store = RunStore.open(path)
+    try:
+        meta = store.meta()
+        assert (meta["status"], meta["models"]) == ("complete", models)
+        assert summarize(store) == totals
+    finally:
+        store.close()
+
+    file = tmp_path / "run.toml"
+    file.write_text(
+        'name = "t"\nseeds = [0]\n[[tasks]]\nname = "arithmetic"\ncount = 4\nseed = 0\n'
+        '[agent]\nbackend = { kind = "scripted", model = "numbers" }\n'
+        + "".join(
+            f'[[conditions]]\nname = "{c["name"]}"\nprotocol = "{c["protocol"]}"\n'
+            + "".join(f"{k} = {v}\n" for k, v in c.items() if k not in ("name", "protocol"))
+            for c in THREE
+        )
+    )
+    done = CliRunner().invoke(app, ["run", str(file), "--output", str(path)])
+    assert done.exit_code == 0, done.output
+    assert "resuming" in done.output and "totals" in done.output and "questions run 0, already stored 12" in done.output
+    assert stored(path) == before and len(stored(path, "sessions")) == len(sessions) + 2

@@ -264,8 +264,14 @@ def test_a_migrated_store_reads_as_a_new_run_and_resumes(tmp_path: Path, v1_pres
     assert (outcome.ran, outcome.calls) == (0, 0)
 
     def known(r: StoredResult) -> tuple[str, DebateResult]:
+        # nor the kept replies' diversity, which schema 1's debates measured and debates no longer do (a
+        # report measures it from the stored texts)
         rounds = tuple(
-            dataclasses.replace(rec, turns=tuple(dataclasses.replace(t, seed=None, logprobs=None) for t in rec.turns))
+            dataclasses.replace(
+                rec,
+                turns=tuple(dataclasses.replace(t, seed=None, logprobs=None) for t in rec.turns),
+                retention=rec.retention and dataclasses.replace(rec.retention, diversity=None, diversity_measure=None),
+            )
             for rec in r.result.rounds
         )
         return r.condition, dataclasses.replace(r.result, rounds=rounds)

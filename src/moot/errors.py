@@ -1,5 +1,7 @@
 """Errors that moot reports to a user as one clear line."""
 
+from collections.abc import Iterable
+
 from moot.redact import redact
 
 
@@ -23,3 +25,18 @@ class ModelError(MootError):
 
 class BackendError(MootError):
     """A backend could not produce a reply (server unreachable, bad response...)."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """'; did you mean X?' for the known name closest to ``name`` (difflib), or '' when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def unknown_name(what: str, name: str, known: Iterable[str]) -> str:
+    """'unknown WHAT 'NAME'; did you mean X?' with the closest known name, else the known names listed."""
+    known = list(known)
+    hint = did_you_mean(name, known)
+    return f"unknown {what} {name!r}" + (hint or f"; known {what}s: {', '.join(known)}")

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from moot.errors import ModelError
+from moot.errors import ModelError, did_you_mean
 
 _CHUNK = 1 << 22
 
@@ -161,5 +161,17 @@ def resolve_model_path(name_or_path: str) -> Path:
             if f.read(4) != b"GGUF":
                 raise ModelError(f"{path} is not a GGUF file (no GGUF magic bytes)")
         return path
-    known = ", ".join(sorted(REGISTRY))
-    raise ModelError(f"unknown model {name_or_path!r}: not a registered model ({known}) nor a GGUF file")
+    raise ModelError(unknown_model(name_or_path))
+
+
+def unknown_model(name: str) -> str:
+    """The message for a model name that is neither registered nor a file, with the closest registered name."""
+    hint = did_you_mean(name, REGISTRY)
+    known = "" if hint else f" ({', '.join(sorted(REGISTRY))})"
+    return f"unknown model {name!r}: not a registered model{known} nor a GGUF file{hint}"
+
+
+def check_model_name(name: str) -> None:
+    """Refuse, before anything is built, a model that is neither a registered name nor an existing file."""
+    if name not in REGISTRY and not Path(name).expanduser().is_file():
+        raise ModelError(unknown_model(name))

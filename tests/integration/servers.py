@@ -146,12 +146,19 @@ class FaultProxy:
     servers do). When it is empty, requests pass. ``seen`` counts chat-completion requests,
     ``injected`` the faults injected, by kind.
 
-    Without an upstream it is itself the server: the model list names CANNED_MODEL, and every
-    chat completion that passes answers ``canned_text`` (for unit tests without a model).
+    Without an upstream it is itself the server: the model list names ``models`` (CANNED_MODEL), and
+    every chat completion that passes answers ``canned_text`` (for unit tests without a model).
+    ``props``, when given, is the answer to GET /props (beside /v1, as llama-server's): a JSON object,
+    or an HTTP status. ``most_in_flight`` is the most chat-completion requests it held at once.
     """
 
     def __init__(
-        self, upstream: str | None, faults: list[str | int] | None = None, canned_text: str = "The answer is 4."
+        self,
+        upstream: str | None,
+        faults: list[str | int] | None = None,
+        canned_text: str = "The answer is 4.",
+        models: tuple[str, ...] = (CANNED_MODEL,),
+        props: dict[str, object] | int | None = None,
     ):
         import http.server
         import threading
@@ -160,6 +167,11 @@ class FaultProxy:
 
         self.upstream = upstream.rstrip("/") if upstream else None
         self.faults: list[str | int] = list(faults or [])
+        self.props = props
+        self.props_asked = 0
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._count = threading.Lock()
         self.seen = 0
         self.injected: dict[str, int] = {}
         self.bodies: list[dict[str, object]] = []  # every chat-completion request, as sent
@@ -179,7 +191,7 @@ class FaultProxy:
             def _upstream(self, body: bytes | None) -> tuple[int, bytes]:
                 if proxy.upstream is None:
                     if urlsplit(self.path).path.endswith("/models"):
-                        return 200, json.dumps({"object": "list", "data": [{"id": CANNED_MODEL}]}).encode()
+                        return 200, json.dumps({"object": "list", "data": [{"id": m} for m in models]}).encode()
                     return 200, canned_completion(canned_text)
                 request = urllib.request.Request(
                     proxy.upstream + self.path.removeprefix("/v1"),
@@ -197,17 +209,38 @@ class FaultProxy:
                 self._answer(*self._upstream(body))
 
             def do_GET(self) -> None:
+                if urlsplit(self.path).path == "/props" and proxy.props is not None:
+                    proxy.props_asked += 1
+                    if isinstance(proxy.props, int):
+                        self._answer(proxy.props, b'{"error": {"message": "File Not Found"}}')
+                    else:
+                        self._answer(200, json.dumps(proxy.props).encode())
+                    return
                 self._forward(None)
 
             def do_POST(self) -> None:
+                chat = urlsplit(self.path).path.endswith("/chat/completions")
+                if chat:
+                    with proxy._count:
+                        proxy.in_flight += 1
+                        proxy.most_in_flight = max(proxy.most_in_flight, proxy.in_flight)
+                try:
+                    self._post()
+                finally:
+                    if chat:
+                        with proxy._count:
+                            proxy.in_flight -= 1
+
+            def _post(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 fault: str | int = "pass"
                 if urlsplit(self.path).path.endswith("/chat/completions"):
-                    proxy.seen += 1
-                    proxy.bodies.append(json.loads(body))
-                    fault = proxy.faults.pop(0) if proxy.faults else "pass"
-                    if fault != "pass":
-                        proxy.injected[str(fault)] = proxy.injected.get(str(fault), 0) + 1
+                    with proxy._count:  # requests come on several threads at once
+                        proxy.seen += 1
+                        proxy.bodies.append(json.loads(body))
+                        fault = proxy.faults.pop(0) if proxy.faults else "pass"
+                        if fault != "pass":
+                            proxy.injected[str(fault)] = proxy.injected.get(str(fault), 0) + 1
                 if fault in BODY_FAULTS:
                     status, payload = self._upstream(body)
                     if status != 200:  # nothing to spoil: the upstream's own error passes

@@ -28,12 +28,14 @@ def test_run_prints_answers_per_round_final_and_totals(tiny_model, tmp_path: Pat
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "society (2×2)" in out and "arithmetic (2 questions)" in out and "model qwen2.5-0.5b" in out
-    progress = re.findall(r"^  society · (\S+) = (-?\d+)\s+r0: (.+?)\s{2,}r1: (.+?)\s+→ (\S+) (right|wrong)", out, re.M)
+    progress = re.findall(
+        r"^  society · (\S+) · gold (-?\d+) · r0: (.+?)\s{2,}r1: (.+?) → (\S+) (right|wrong)", out, re.M
+    )
     assert len(progress) == 2, out
     for _, _, round0, round1, final, _ in progress:
         assert len(round0.split()) == 2 and len(round1.split()) == 2
         assert final == "—" or final in round1.split()
-    assert "round 0" in out and "round 1" in out and "final" in out and "correct" in out
+    assert "answers per round" in out and " r0 " in out and " r1 " in out and "final" in out and "correct" in out
     totals = out[out.index("totals") :]
     (society_row,) = [line for line in totals.splitlines() if line.startswith("│ society")]
     cells = [c.strip() for c in society_row.strip("│").split("│")]

@@ -31,9 +31,9 @@ Resamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")]
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from moot.cli_output import make_console
 
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    return make_console(piped=160)  # COLUMNS, when set, wins
 
 
 def default_html_path(run: Path) -> Path:
@@ -93,7 +93,7 @@ def report(
         if to_stdout:
             print(message, file=sys.stderr)
         else:
-            console.print(message, markup=False)
+            console.print(message, markup=False, soft_wrap=True)  # a path whole, on one line
 
     if to_stdout:
         sys.stdout.write(report_markdown(result))

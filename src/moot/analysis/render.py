@@ -9,6 +9,7 @@ from rich.table import Table as RichTable
 from moot.analysis.formatting import fixed
 from moot.analysis.report import PairReport, Report
 from moot.analysis.tables import Table, comparison_tables, numeric_columns, sections
+from moot.cli_output import fit_table
 
 
 def header_lines(report: Report) -> list[str]:
@@ -34,20 +35,54 @@ def rich_table(table: Table) -> RichTable:
     return out
 
 
+# The columns a narrow terminal leaves out first, by table key (Markdown and HTML keep every column).
+SECONDARY = {
+    "overview": ("protocol", "abstained", "calls used", "tokens paid", "model time", "cost", "mean rounds", "right"),
+    "pairs": ("oracle A or B", "Holm p", "odds A better (95% CI)", "matched OR (95% CI)"),
+    "efficiency": (
+        "filter completion tokens",
+        "filter prompt tokens",
+        "diversity measure",
+        "mean perplexity",
+        "per round if all kept",
+        "debate rounds",
+        "forwarded",
+        "fallbacks",
+        "mean ANLL",
+        "filter calls",
+    ),
+}
+
+
+def print_table(table: Table, console: Console) -> None:
+    """``table`` at the console's width: cells wrap (text first; no value is cut) and, where it is still
+    too wide, its secondary columns are left out, which a line under it names."""
+    out = rich_table(table)
+    text = [escape(c) for c, numeric in zip(table.columns, numeric_columns(table)) if not numeric]
+    dropped = fit_table(out, console, [escape(c) for c in SECONDARY.get(table.key, ())], flexible=text)
+    console.print(out)
+    if dropped:
+        console.print(
+            f"not shown at this width: {', '.join(dropped)} (the HTML and Markdown reports have every column)",
+            style="dim",
+            markup=False,
+        )
+
+
 def print_report(report: Report, console: Console) -> None:
     """Every table of the report, task by task."""
     for line in header_lines(report):
-        console.print(escape(line))
+        console.print(line, markup=False, soft_wrap=True)  # the run's path whole, however long
     for section in sections(report):
         console.rule(escape(f"task {section.task}"))
         for table in section.tables:
-            console.print(rich_table(table))
+            print_table(table, console)
 
 
 def print_comparison(pairs: list[tuple[str, PairReport]], console: Console) -> None:
     for task, pair in pairs:
         for table in comparison_tables(task, pair):
-            console.print(rich_table(table))
+            print_table(table, console)
 
 
 def _cell(text: str) -> str:

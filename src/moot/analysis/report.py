@@ -3,7 +3,9 @@
 ``build_report`` reads results, turns, calls, questions, conditions, meta and sessions. It uses
 what the store holds: calibration appears once turns (or judges) carry confidences, the
 retention and efficiency figures once debate rounds record which replies were forwarded, and
-a task metric's figures once results carry the task's own score.
+a task metric's figures once results carry the task's own score. The retained diversity of debate
+rounds is measured here, from the kept replies' stored texts (``Diversities``), where the store does not
+hold it: a debate does not measure it.
 
 The store is read one result at a time (``RunStore.iter_results``): the statistics keep a lean copy of
 each transcript (answers, correctness, confidences; no texts), and ``Report.transcripts`` reads the
@@ -43,7 +45,7 @@ from moot.analysis.transitions import (
     oracle,
     round_to_round,
 )
-from moot.debate.records import TRUNCATED, JudgeVerdict, PoolRecord, RetentionRecord, Turn
+from moot.debate.records import TRUNCATED, DebateResult, JudgeVerdict, PoolRecord, RetentionRecord, Turn
 from moot.errors import MootError
 from moot.runner.config import ResolvedCondition
 from moot.runner.records import StoredResult
@@ -490,6 +492,69 @@ def read_transcripts(store: RunStore, lean: bool = False) -> list[Transcript]:
     return [transcript(r, conditions.get(r.condition), lean) for r in store.iter_results()]
 
 
+# -- retained diversity ---------------------------------------------------------------
+def kept_texts(result: DebateResult) -> dict[int, tuple[str, ...]]:
+    """For each debate round whose retention record stores no diversity (runs since a debate stopped measuring
+    it), the texts of the previous round's replies it kept, by round index."""
+    out: dict[int, tuple[str, ...]] = {}
+    for previous, record in zip(result.rounds, result.rounds[1:]):
+        retention = record.retention
+        if retention is None or record.index == 0 or retention.diversity is not None:
+            continue
+        kept = set(retention.kept)
+        out[record.index] = tuple(t.text for t in previous.turns if t.agent in kept)
+    return out
+
+
+class Diversities:
+    """DAR's retained diversity, measured at report time from the kept replies' stored texts for the rounds
+    that do not store it (a debate no longer measures it: no embedding model on its path). Rounds are queued
+    result by result and measured in batches of about ``batch`` texts (``moot.debate.diversity
+    .retained_diversity``: one encode per batch where the MiniLM model measures it), keeping only the values:
+    a large run's texts are never all held at once. A round that stores its diversity keeps it."""
+
+    def __init__(self, batch: int = 4096):
+        self.batch = batch
+        self.values: dict[ResultKey, dict[int, float]] = {}  # result -> round index -> diversity
+        self.measure: str | None = None  # the measure's name, once some round is measured
+        self._pending: list[tuple[ResultKey, int, tuple[str, ...]]] = []
+        self._texts = 0
+
+    def add(self, stored: StoredResult) -> bool:
+        """Queue the rounds of ``stored`` without a stored diversity; whether it has any."""
+        groups = kept_texts(stored.result)
+        for index, texts in groups.items():
+            self._pending.append((stored.key, index, texts))
+            self._texts += len(texts)
+        if self._texts >= self.batch:
+            self.flush()
+        return bool(groups)
+
+    def flush(self) -> None:
+        """Measure the queued rounds."""
+        if not self._pending:
+            return
+        from moot.debate.diversity import retained_diversity
+
+        values, self.measure = retained_diversity([texts for _, _, texts in self._pending])
+        for (key, index, _), value in zip(self._pending, values):
+            self.values.setdefault(key, {})[index] = value
+        self._pending, self._texts = [], 0
+
+
+def with_diversity(t: Transcript, values: Mapping[int, float] | None, measure: str | None) -> Transcript:
+    """``t`` with the retained diversity measured for its rounds (by round index) in their retention records."""
+    if not values:
+        return t
+    rounds = tuple(
+        replace(r, retention=replace(r.retention, diversity=values[r.index], diversity_measure=measure))
+        if r.retention is not None and r.index in values
+        else r
+        for r in t.rounds
+    )
+    return replace(t, rounds=rounds)
+
+
 class StoredTranscripts(Sequence[Transcript]):
     """A report's transcripts, read from the run's store each time they are iterated, in the run's order.
 
@@ -497,10 +562,19 @@ class StoredTranscripts(Sequence[Transcript]):
     agent was shown); this sequence holds only the keys of the results the report was built from, so a
     run still writing its store adds none. Indexing reads the store up to the index."""
 
-    def __init__(self, path: Path, keys: Iterable[ResultKey]):
+    def __init__(
+        self,
+        path: Path,
+        keys: Iterable[ResultKey],
+        diversity: Mapping[ResultKey, Mapping[int, float]] | None = None,
+        measure: str | None = None,
+    ):
         self.path = path
         self.keys = tuple(keys)
         self._wanted = frozenset(self.keys)
+        # the retained diversity the report measured for rounds that do not store it (``Diversities``)
+        self._diversity = diversity or {}
+        self._measure = measure
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -511,7 +585,9 @@ class StoredTranscripts(Sequence[Transcript]):
             conditions = store.conditions()
             for r in store.iter_results():
                 if r.key in self._wanted:
-                    yield transcript(r, conditions.get(r.condition))
+                    yield with_diversity(
+                        transcript(r, conditions.get(r.condition)), self._diversity.get(r.key), self._measure
+                    )
 
     @overload
     def __getitem__(self, index: int) -> Transcript: ...
@@ -837,9 +913,17 @@ def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = sta
         conditions = store.conditions()
         transcripts: list[Transcript] = []
         used: list[UsedCalls] = []
+        diversities = Diversities()
+        measured: list[int] = []  # the transcripts with rounds whose retained diversity the report measures
         for r in store.iter_results():
             transcripts.append(transcript(r, conditions.get(r.condition), lean=True))
             used.append(used_calls(r))
+            if diversities.add(r):
+                measured.append(len(transcripts) - 1)
+        diversities.flush()
+        for i in measured:
+            t = transcripts[i]
+            transcripts[i] = with_diversity(t, diversities.values.get(t.result_key), diversities.measure)
         names = list(dict.fromkeys([*conditions, *(t.condition for t in transcripts)]))
         paid = usage(store.iter_calls(), used, meta.config.prices, lambda condition, task: (condition, task))
         tasks = list(dict.fromkeys(t.task for t in transcripts))
@@ -856,7 +940,9 @@ def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = sta
             resamples=resamples,
             condition_names=tuple(names),
             tasks=tuple(_task_report(task, names, conditions, by_task[task], paid, seed, resamples) for task in tasks),
-            transcripts=StoredTranscripts(store.path, (t.result_key for t in transcripts)),
+            transcripts=StoredTranscripts(
+                store.path, (t.result_key for t in transcripts), diversities.values, diversities.measure
+            ),
         )
     finally:
         if owned:

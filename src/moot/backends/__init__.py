@@ -1,6 +1,7 @@
 """Model backends behind one async interface.
 
-- ``local``: llama.cpp in-process (llama-cpp-python) with an embedded GGUF model;
+- ``local``: llama.cpp's server (llama-server), started and stopped by moot, with an embedded GGUF model;
+- ``llama-cpp``: llama.cpp in-process (llama-cpp-python), one call at a time;
 - ``openai``: any OpenAI-compatible server through the official SDK;
 - ``scripted``: replays scripted replies, for unit tests of protocol logic.
 
@@ -17,6 +18,7 @@ from moot.backends.base import (
     TokenLogprob,
 )
 from moot.backends.config import (
+    LlamaCppBackendConfig,
     LocalBackendConfig,
     OpenAIBackendConfig,
     ScriptedBackendConfig,
@@ -29,6 +31,7 @@ __all__ = [
     "Backend",
     "BackendConfig",
     "LocalBackendConfig",
+    "LlamaCppBackendConfig",
     "OpenAIBackendConfig",
     "ScriptedBackendConfig",
     "parse_backend",

@@ -59,7 +59,10 @@ class TokenLogprob:
 
 @dataclass(frozen=True)
 class Sample:
-    """One generated completion of a request."""
+    """One generated completion of a request.
+
+    ``endpoint`` is the server that answered it (an ``openai`` backend's endpoint: its URL, credentials
+    masked); None for the other backends and for samples stored before moot recorded it."""
 
     text: str
     finish_reason: str
@@ -67,6 +70,7 @@ class Sample:
     completion_tokens: int
     latency_s: float
     logprobs: tuple[TokenLogprob, ...] | None = None
+    endpoint: str | None = None
 
 
 @dataclass(frozen=True)

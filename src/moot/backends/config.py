@@ -19,11 +19,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
     field_serializer,
+    field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
     from moot.backends.base import Backend
 
 DEFAULT_KIND = "local"
+# Options that runs stored before them do not have in their configs (see _without_new_defaults).
+LATER_OPTIONS = frozenset({"slots", "port", "cooldown_s"})
 
 
 class BackendSettings(BaseModel):
@@ -49,6 +55,17 @@ class BackendSettings(BaseModel):
     logprobs: bool = Field(
         default=True, description="the backend returns log-probabilities (set false for servers that cannot)"
     )
+
+    @model_serializer(mode="wrap")
+    def _without_new_defaults(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        """Options added after stores were first written (``LATER_OPTIONS``) are left out of a dump while
+        they hold their default, so a stored run's fingerprint is what it was and the run resumes."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in LATER_OPTIONS & data.keys():
+                if getattr(self, key) == type(self).model_fields[key].default:
+                    del data[key]
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -86,10 +103,55 @@ class BackendSettings(BaseModel):
         return self.model_name()
 
 
+def _gguf(name: str) -> tuple[Any, str]:
+    """The path of a registered model or GGUF file, and its identity ``gguf:<sha256>``."""
+    from moot.models import REGISTRY, resolve_model_path, sha256_of
+
+    path = resolve_model_path(name)
+    digest = REGISTRY[name].sha256 if name in REGISTRY else sha256_of(path)
+    return path, f"gguf:{digest}"
+
+
 class LocalBackendConfig(BackendSettings):
-    """llama.cpp in-process with a GGUF model (moot.backends.local)."""
+    """A GGUF model behind llama.cpp's server, started and stopped by moot (moot.backends.llama_server)."""
 
     kind: Literal["local"] = "local"
+    model: str | None = Field(
+        default=None, description=f"a registered model name or a GGUF path (default {DEFAULT_MODEL})"
+    )
+    n_ctx: int = Field(default=8192, ge=256, description="context window in tokens, per slot")
+    n_threads: int | None = Field(default=None, ge=1, description="threads (default: all cores)")
+    slots: int | None = Field(
+        default=None,
+        ge=1,
+        description="parallel slots (default: the agents of 2 questions, so 2 questions run at once)",
+    )
+    port: int | None = Field(default=None, ge=1, le=65535, description="port on 127.0.0.1 (default: a free one)")
+
+    def build(self) -> Backend:
+        import os
+
+        from moot.backends.llama_server import LlamaServerBackend, ManagedServer
+
+        path, model_id = _gguf(self.model_name())
+        server = ManagedServer(
+            path,
+            slots=self.slots or 0,  # 0: sized by the runner (LlamaServerBackend.plan)
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads or os.cpu_count() or 1,
+            port=self.port,
+        )
+        return LlamaServerBackend(server, model_id=model_id)
+
+    def model_name(self) -> str:
+        return self.model or DEFAULT_MODEL
+
+
+class LlamaCppBackendConfig(BackendSettings):
+    """llama.cpp in-process through llama-cpp-python, one call at a time (moot.backends.local): slower than
+    the server, but a seeded sample at temperature > 0 reproduces exactly, whatever else runs."""
+
+    kind: Literal["llama-cpp"] = "llama-cpp"
     model: str | None = Field(
         default=None, description=f"a registered model name or a GGUF path (default {DEFAULT_MODEL})"
     )
@@ -98,33 +160,73 @@ class LocalBackendConfig(BackendSettings):
 
     def build(self) -> Backend:
         from moot.backends.local import LocalBackend
-        from moot.models import REGISTRY, resolve_model_path, sha256_of
 
-        name = self.model_name()
-        path = resolve_model_path(name)
-        digest = REGISTRY[name].sha256 if name in REGISTRY else sha256_of(path)
-        return LocalBackend(path, model_id=f"gguf:{digest}", n_ctx=self.n_ctx, n_threads=self.n_threads)
+        path, model_id = _gguf(self.model_name())
+        return LocalBackend(path, model_id=model_id, n_ctx=self.n_ctx, n_threads=self.n_threads)
 
     def model_name(self) -> str:
         return self.model or DEFAULT_MODEL
 
 
 class OpenAIBackendConfig(BackendSettings):
-    """Any OpenAI-compatible server (moot.backends.openai_api)."""
+    """Any OpenAI-compatible server (moot.backends.openai_api), or several serving one model.
+
+    ``base_url`` is one URL, or a list of the endpoints' URLs (replicas of one model): a one-URL list is
+    that URL (the same config, hash and fingerprint), an empty list is refused. ``max_concurrency`` is
+    per endpoint; when it is not given, each endpoint's is read from the server where it says
+    (llama-server's ``/props`` ``total_slots``), else 8 (its default, and what a dump shows)."""
 
     kind: Literal["openai"] = "openai"
     model: str | None = Field(default=None, description="the served model name (default: the server's only model)")
-    base_url: str | None = Field(default=None, description="the server's /v1 URL")
+    base_url: str | tuple[str, ...] | None = Field(
+        default=None, description="the server's /v1 URL, or a list of the URLs of endpoints serving the same model"
+    )
     api_key_env: str = Field(default="OPENAI_API_KEY", description="variable holding the key")
     timeout_s: float = Field(default=600.0, gt=0, description="per-request timeout")
     max_retries: int = Field(default=2, ge=0, description="retries on transient errors")
-    max_concurrency: int = Field(default=8, ge=1, description="requests in flight at once")
-    requests_per_minute: float | None = Field(default=None, gt=0, description="start at most this many")
+    max_concurrency: int = Field(
+        default=8,
+        ge=1,
+        description="requests in flight at once, per endpoint (default: the server's slots where it says, else 8)",
+    )
+    requests_per_minute: float | None = Field(
+        default=None, gt=0, description="start at most this many (over all endpoints)"
+    )
+    cooldown_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="with several endpoints: how long one that fails (connection, timeout, 5xx) is out of "
+        "rotation; doubled on each further failure up to 10 times this (0: never taken out)",
+    )
+
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _one_or_several(cls, value: Any) -> Any:
+        """A list of URLs as a tuple; a list of one as that URL; an empty or repeating list is refused."""
+        if not isinstance(value, list | tuple):
+            return value
+        if not value:
+            raise ValueError("an empty list of URLs: give one URL, or the URLs of the endpoints")
+        if any(not isinstance(url, str) or not url.strip() for url in value):
+            raise ValueError("every URL of the list must be a non-empty string")
+        repeated = next((url for i, url in enumerate(value) if url in value[:i]), None)
+        if repeated is not None:
+            raise ValueError(f"the list names {redact(repeated)} twice")
+        return value[0] if len(value) == 1 else tuple(value)
 
     @field_serializer("base_url", when_used="json")
-    def _redacted_url(self, base_url: str | None) -> str | None:
+    def _redacted_url(self, base_url: str | tuple[str, ...] | None) -> str | list[str] | None:
         """Stored (and fingerprinted) without the credentials it may carry (user:password@, ?api-key=)."""
+        if isinstance(base_url, tuple):
+            return [redact(url) for url in base_url]
         return None if base_url is None else redact(base_url)
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        """Every endpoint's URL, in the order given (none when no URL is given)."""
+        if isinstance(self.base_url, tuple):
+            return self.base_url
+        return () if self.base_url is None else (self.base_url,)
 
     def build(self) -> Backend:
         from moot.backends.openai_api import OpenAIBackend
@@ -135,7 +237,7 @@ class OpenAIBackendConfig(BackendSettings):
         return self.model or "server-default"
 
     def describe(self) -> str:
-        return f"{self.model_name()} at {redact(str(self.base_url))}"
+        return f"{self.model_name()} at {', '.join(redact(url) for url in self.base_urls) or None}"
 
 
 class ScriptedBackendConfig(BackendSettings):
@@ -160,6 +262,7 @@ class ScriptedBackendConfig(BackendSettings):
 
 BACKEND_KINDS: dict[str, type[BackendSettings]] = {
     "local": LocalBackendConfig,
+    "llama-cpp": LlamaCppBackendConfig,
     "openai": OpenAIBackendConfig,
     "scripted": ScriptedBackendConfig,
 }
@@ -177,7 +280,7 @@ def _by_kind(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
 
 
 BackendConfig = Annotated[
-    LocalBackendConfig | OpenAIBackendConfig | ScriptedBackendConfig,
+    LocalBackendConfig | LlamaCppBackendConfig | OpenAIBackendConfig | ScriptedBackendConfig,
     Field(discriminator="kind"),
     WrapValidator(_by_kind),
 ]

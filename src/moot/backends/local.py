@@ -1,4 +1,5 @@
-"""The ``local`` backend: llama.cpp in-process through llama-cpp-python.
+"""The ``llama-cpp`` backend: llama.cpp in-process through llama-cpp-python (the default engine of moot
+0.1 and 0.2; the ``local`` backend now runs llama.cpp's server, moot.backends.llama_server).
 
 A ``Llama`` object is not thread-safe and an idle thread pool costs speed, so
 one dedicated generation thread owns the model and serves a queue; async
@@ -40,15 +41,13 @@ def sample_seed(seed: int | None, index: int) -> int | None:
 class LocalBackend:
     """llama.cpp in-process; one generation thread fed by a queue."""
 
-    name = "local"
+    name = "llama-cpp"
 
     def __init__(self, model_path: Path, *, model_id: str, n_ctx: int = 8192, n_threads: int | None = None):
         try:
             import llama_cpp  # noqa: F401
         except ImportError:
-            raise ConfigError(
-                "the local backend needs llama-cpp-python: pip install 'moot[local]' (or `make setup`)"
-            ) from None
+            raise ConfigError("the llama-cpp backend needs llama-cpp-python: pip install 'moot[llama-cpp]'") from None
         self.model_path = Path(model_path)
         self._model_id = model_id
         self.n_ctx = n_ctx
@@ -80,7 +79,7 @@ class LocalBackend:
 
     async def _submit(self, job: Callable[[], T]) -> T:
         if not self._thread.is_alive():
-            raise BackendError("the local backend is closed")
+            raise BackendError("the llama-cpp backend is closed")
         future: Future[T] = Future()
         self._jobs.put((job, future))
         return await asyncio.wrap_future(future)

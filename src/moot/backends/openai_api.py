@@ -1,12 +1,11 @@
-"""The ``openai`` backend: any OpenAI-compatible server through the official SDK.
+"""The ``openai`` backend: any OpenAI-compatible server through the official SDK, or several serving one model.
 
-Works with OpenAI, vLLM, llama.cpp's llama-server and Ollama. Each sample is
-its own request (n=1) with its own seed, sent concurrently: every sample then
-has exact token counts and latency, servers that ignore ``n`` behave like
-those that honour it, and the samples equal those of the ``local`` backend's
-seed convention. The API key is read from an environment variable at
-construction and kept only inside the SDK client; it is never stored or logged
-(moot.redact masks it, and a base URL's credentials, in every message).
+Works with OpenAI, vLLM, llama.cpp's llama-server and Ollama. Each sample is its own request (n=1) with
+its own seed, sent concurrently: every sample then has exact token counts and latency, servers that
+ignore ``n`` behave like those that honour it, and the samples equal those of the ``local`` backend's
+seed convention. The API key is read from an environment variable at construction and kept only inside
+the SDK clients; it is never stored or logged (moot.redact masks it, and a base URL's credentials, in
+every message).
 
 The SDK is the transport; the reply is read and validated here. A reply that is not a chat
 completion (a truncated or non-UTF-8 body, an HTML page, a field of the wrong type, a null message
@@ -15,20 +14,38 @@ BackendError naming what was wrong, which ends its question with status ``error`
 go on. Retries (of connection errors, timeouts, 408, 409, 429, 5xx and malformed replies, never of
 other client errors) back off as the SDK's own do: 0.5 s doubling up to 8 s, less up to 25 %
 jitter, or the server's Retry-After when it asks for at most a minute.
+
+Endpoints. ``base_url`` may list several endpoints serving the same model (replicas). Each request goes
+to the endpoint with the least outstanding work: the fewest requests in flight relative to its limit,
+ties to the first listed. An endpoint's limit is ``max_concurrency`` when the config gives it; else what
+its server says, read by ``check`` (llama-server answers ``GET {root}/props`` with ``total_slots``; root
+is the base URL without its trailing /v1); else 8. ``parallel`` is the sum of the limits.
+
+With several endpoints, one that fails with a connection error, a timeout or a 5xx is out of rotation
+for ``cooldown_s`` (30 s; doubled on each further failure before a success, up to ten times that), and
+its request is retried at once on another, within the same ``max_retries``; once the cool-down has
+passed the endpoint is tried again. When every endpoint is out, a request waits for the soonest to
+return; one that runs out of retries then fails with one error naming every endpoint's last failure.
+With one endpoint nothing is taken out of rotation: its failures are retried with backoff, as above.
+``check`` reaches every endpoint and verifies that each serves the model (the configured one, or the
+one model of the first endpoint); an error names the endpoint that does not. Every sample records the
+endpoint that answered it (``Sample.endpoint``, its URL with credentials masked).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
 import random
 import re
 import time
-from collections.abc import Collection
-from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -44,6 +61,10 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 INITIAL_RETRY_DELAY_S = 0.5
 MAX_RETRY_DELAY_S = 8.0
 MAX_RETRY_AFTER_S = 60.0
+DEFAULT_CONCURRENCY = 8  # an endpoint's limit when neither the config nor the server gives one
+PROPS_TIMEOUT_S = 10.0  # GET /props is a server's answer about itself: it is quick or it is not there
+MAX_COOLDOWN_FACTOR = 10  # a cool-down doubles up to this many times cooldown_s
+RECHECK_S = 1.0  # with several endpoints, a waiting request looks again at least this often
 
 
 # -- what a reply must be (extra fields are ignored; types are strict: "12" is not a token count) --------
@@ -89,53 +110,90 @@ class _ModelList(_Strict):
 
 
 class _Failure(Exception):
-    """A failed attempt: what to report, whether to try again, and the server's Retry-After."""
+    """A failed attempt: what to report, whether to try again, the server's Retry-After, and whether the
+    endpoint itself is failing (a connection error, a timeout, a 5xx: it is taken out of rotation)."""
 
-    def __init__(self, message: str, retry: bool, retry_after: float | None = None, status: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        retry: bool,
+        retry_after: float | None = None,
+        status: int | None = None,
+        down: bool = False,
+    ):
         super().__init__(message)
         self.message = message
         self.retry = retry
         self.retry_after = retry_after
         self.status = status
+        self.down = down
+
+
+@dataclass(eq=False)
+class _Endpoint:
+    """One server of the backend: its client and its place in the rotation."""
+
+    url: str  # credentials masked: what messages, the model id and the store show
+    client: Any  # openai.AsyncOpenAI
+    props_url: str  # where llama-server says how many slots it has
+    limit: int  # requests in flight at most
+    in_flight: int = 0
+    failures: int = 0  # cool-downs since its last answer: the next one lasts twice as long
+    down_until: float = 0.0  # time.monotonic() at which it returns to rotation
+    epoch: int = 0  # cool-downs so far: an attempt sent before the latest neither extends nor ends it
+    last_error: str = ""
+
+    def load(self) -> float:
+        return self.in_flight / self.limit
+
+
+Send = Callable[[Any], Awaitable[Any]]  # one request, given the endpoint's SDK client
+T = TypeVar("T")
 
 
 class OpenAIBackend:
-    """An OpenAI-compatible chat-completions server."""
+    """One or several OpenAI-compatible chat-completions servers serving the same model."""
 
     name = "openai"
 
     def __init__(self, config: OpenAIBackendConfig):
         import openai
 
-        if not config.base_url:
+        urls = config.base_urls
+        if not urls or not all(urls):
             raise ConfigError("the openai backend needs a base URL (--base-url, e.g. http://127.0.0.1:8080/v1)")
         key = os.environ.get(config.api_key_env)
         register_secret(key)
-        register_url_secrets(config.base_url)
-        self.base_url = redact(config.base_url)  # what messages and the model id show
+        self._endpoints: list[_Endpoint] = []
+        for url in urls:
+            register_url_secrets(url)
+            # the SDK appends paths to a base URL's query; its parameters go with every request instead
+            parts = urlsplit(url)
+            client = openai.AsyncOpenAI(
+                base_url=urlunsplit(parts._replace(query="", fragment="")),
+                default_query=dict(parse_qsl(parts.query)) or None,
+                api_key=key or PLACEHOLDER_KEY,
+                timeout=config.timeout_s,
+                max_retries=0,  # retried here, malformed replies too, within one bound
+            )
+            self._endpoints.append(_Endpoint(redact(url), client, _props_url(parts), config.max_concurrency))
+        self.base_url = ", ".join(e.url for e in self._endpoints)  # what messages about the backend show
         self._model = config.model
-        # the SDK appends paths to a base URL's query; its parameters go with every request instead
-        parts = urlsplit(config.base_url)
-        self._client = openai.AsyncOpenAI(
-            base_url=urlunsplit(parts._replace(query="", fragment="")),
-            default_query=dict(parse_qsl(parts.query)) or None,
-            api_key=key or PLACEHOLDER_KEY,
-            timeout=config.timeout_s,
-            max_retries=0,  # retried here, malformed replies too, within one bound
-        )
+        self._sized_by_server = "max_concurrency" not in config.model_fields_set  # a given limit always wins
+        self._timeout_s = config.timeout_s
         self._max_retries = config.max_retries
+        self._cooldown_s = config.cooldown_s if len(self._endpoints) > 1 else 0.0  # one: nowhere else to go
         self.retries = 0  # attempts made again, over the backend's life
-        self._parallel = config.max_concurrency
         self._interval = 60.0 / config.requests_per_minute if config.requests_per_minute else 0.0
         self._next_start = 0.0
         self._pace = asyncio.Lock()
-        self._limit = asyncio.Semaphore(config.max_concurrency)
+        self._waiters: list[asyncio.Future[None]] = []  # requests waiting for an endpoint, first come first
         self._model_lock = asyncio.Lock()
-        self._checked = False
 
     @property
     def model_id(self) -> str:
-        return f"openai:{self.base_url}:{self._model or '?'}"
+        """``openai:URL:MODEL``; with several endpoints their URLs sorted and joined by commas."""
+        return f"openai:{','.join(sorted(e.url for e in self._endpoints))}:{self._model or '?'}"
 
     @property
     def supports_logprobs(self) -> bool:
@@ -143,43 +201,107 @@ class OpenAIBackend:
 
     @property
     def parallel(self) -> int:
-        return self._parallel
+        """Requests in flight at most, over every endpoint (each one's limit, read from its server by ``check``)."""
+        return sum(e.limit for e in self._endpoints)
 
     async def resolve_model(self) -> str:
-        """The configured model, else the server's only model (asked once)."""
+        """The configured model, else the first endpoint's only model (asked once)."""
         async with self._model_lock:
             if self._model is None:
-                models = await self._server_models()
+                first = self._endpoints[0]
+                models = await self._server_models(first)
                 if len(models) != 1:
                     raise ConfigError(
-                        f"{self.base_url} serves {len(models)} models ({', '.join(models) or 'none'}); "
+                        f"{first.url} serves {len(models)} models ({', '.join(models) or 'none'}); "
                         "choose one with --model"
                     )
                 self._model = models[0]
         return self._model
 
     async def check(self) -> None:
-        """Reach the server (its model list) even when the model is given: a dead server or a refused key
-        is one clear error before any store is made. When the model is given, a server without a model
-        list (HTTP 404 or 405) is reachable, and any list it serves is fine."""
-        if self._model is None:
-            await self.resolve_model()
-        else:
-            await self._attempts(self._client.models.with_raw_response.list, lambda raw: None, tolerate={404, 405})
+        """Reach every endpoint (its model list) even when the model is given: a dead server or a refused key
+        is one clear error before any store is made. When the model is given, a server without a model list
+        (HTTP 404 or 405) is reachable. With several endpoints each must serve the model (the one the
+        first endpoint serves when none is given): an error names the one that does not. Then each
+        endpoint without a configured ``max_concurrency`` is sized by its server's slots where it says."""
+        given = self._model is not None
+        model = await self.resolve_model()
+        first, *others = self._endpoints
+        asked = self._endpoints if given else others
+        lists = await _each(self._listed(e) for e in asked)
+        served: dict[_Endpoint, list[str] | None] = {} if given else {first: [model]}
+        served |= dict(zip(asked, lists, strict=True))
+        if others:
+            self._same_model(model, served)
+        if self._sized_by_server:
+            await _each(self._read_slots(e) for e in self._endpoints)
 
-    async def _server_models(self) -> list[str]:
-        def read(raw: Any) -> list[str]:
-            return [m.id for m in self._validated(raw, _ModelList).data]
+    async def _server_models(self, endpoint: _Endpoint) -> list[str]:
+        def read(raw: Any, endpoint: _Endpoint) -> list[str]:
+            return [m.id for m in self._validated(raw, _ModelList, endpoint.url).data]
 
-        models: list[str] = await self._attempts(self._client.models.with_raw_response.list, read)
+        models: list[str]
+        models, _ = await self._attempts(_list_models, read, endpoint=endpoint)
         return models
+
+    async def _listed(self, endpoint: _Endpoint) -> list[str] | None:
+        """The endpoint's models; None when it has no model list (HTTP 404 or 405) or one moot cannot read."""
+
+        def read(raw: Any, endpoint: _Endpoint) -> list[str] | None:
+            try:
+                return [m.id for m in self._validated(raw, _ModelList, endpoint.url).data]
+            except _Failure:
+                return None
+
+        models: list[str] | None
+        models, _ = await self._attempts(_list_models, read, tolerate={404, 405}, endpoint=endpoint)
+        return models
+
+    @staticmethod
+    def _same_model(model: str, served: dict[_Endpoint, list[str] | None]) -> None:
+        """Every endpoint that lists its models lists ``model``; or, where none lists it (a server that
+        answers to any name, as llama-server does, serves its own model), every one lists the same."""
+        known = {e: models for e, models in served.items() if models is not None}
+        if not known:
+            return
+        naming = [e for e, models in known.items() if model in models]
+        reference, expected = next(iter(known.items()))
+        for endpoint, models in known.items():
+            if naming and model not in models:
+                raise ConfigError(
+                    f"{endpoint.url} does not serve {model} (it serves {', '.join(models) or 'no model'}; "
+                    f"{naming[0].url} does): the endpoints of a backend must serve the same model"
+                )
+            if not naming and sorted(models) != sorted(expected):
+                raise ConfigError(
+                    f"{endpoint.url} serves {', '.join(models) or 'no model'}, {reference.url} serves "
+                    f"{', '.join(expected) or 'no model'}: the endpoints of a backend must serve the same model"
+                )
+
+    async def _read_slots(self, endpoint: _Endpoint) -> None:
+        """The endpoint's limit from its server, where it says (llama-server: ``total_slots`` in /props);
+        any other answer (404 from vLLM or OpenAI, no such field, a failure) leaves the default."""
+
+        async def props(client: Any) -> Any:
+            timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
+            return await client.get(endpoint.props_url, cast_to=str, options={"timeout": timeout})
+
+        try:
+            data = json.loads(await self._send(props, endpoint))
+        except (_Failure, ValueError, TypeError):
+            return
+        slots = data.get("total_slots") if isinstance(data, dict) else None
+        if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
+            endpoint.limit = slots
+            self._wake()
 
     async def generate(self, request: GenerationRequest) -> Reply:
         model = await self.resolve_model()
         samples = await asyncio.gather(*(self._sample(model, request, i) for i in range(request.n)))
         return Reply(samples=tuple(samples), model=self.model_id)
 
-    async def _sample(self, model: str, request: GenerationRequest, index: int) -> Sample:
+    def _params(self, model: str, request: GenerationRequest, index: int) -> dict[str, Any]:
+        """The body of sample ``index``'s request (a subclass adds its server's own fields)."""
         params: dict[str, Any] = {
             "model": model,
             "messages": [m.as_dict() for m in request.messages],
@@ -195,22 +317,30 @@ class OpenAIBackend:
             params["stop"] = list(request.stop)
         if request.logprobs:
             params["logprobs"] = True
+        return params
 
-        def read(raw: Any) -> tuple[_Choice, _Usage | None]:
-            completion = self._validated(raw, _Completion)
+    async def _sample(
+        self, model: str, request: GenerationRequest, index: int, extra: dict[str, Any] | None = None
+    ) -> Sample:
+        """Sample ``index`` of ``request``; ``extra`` adds fields to its body (a managed server's slot)."""
+        params = self._params(model, request, index) | (extra or {})
+
+        def send(client: Any) -> Awaitable[Any]:
+            return client.chat.completions.with_raw_response.create(**params)
+
+        def read(raw: Any, endpoint: _Endpoint) -> tuple[_Choice, _Usage | None, str]:
+            completion = self._validated(raw, _Completion, endpoint.url)
             choice = completion.choices[0]
             if choice.message.content is None:
-                raise _Failure(f"{self.base_url} returned a reply without message content (null)", retry=True)
+                raise _Failure(f"{endpoint.url} returned a reply without message content (null)", retry=True)
             if request.logprobs and (choice.logprobs is None or choice.logprobs.content is None):
                 raise _Failure(
-                    f"{self.base_url} returned no log-probabilities although they were asked for", retry=False
+                    f"{endpoint.url} returned no log-probabilities although they were asked for", retry=False
                 )
-            return choice, completion.usage
+            return choice, completion.usage, endpoint.url
 
-        async with self._limit:
-            start = time.perf_counter()
-            choice, usage = await self._attempts(self._client.chat.completions.with_raw_response.create, read, **params)
-            latency = time.perf_counter() - start
+        (choice, usage, url), start = await self._attempts(send, read)
+        latency = time.perf_counter() - start
         logprobs = None
         if request.logprobs:
             assert choice.logprobs is not None and choice.logprobs.content is not None
@@ -223,36 +353,146 @@ class OpenAIBackend:
             completion_tokens=usage.completion_tokens if usage else 0,
             latency_s=latency,
             logprobs=logprobs,
+            endpoint=url,
         )
 
-    async def _attempts(self, send: Any, read: Any, tolerate: Collection[int] = (), **kwargs: Any) -> Any:
-        """``read(send(**kwargs))``, tried again after a retryable failure, at most ``max_retries`` times;
-        None after an HTTP status in ``tolerate``."""
+    async def _attempts(
+        self,
+        send: Send,
+        read: Callable[[Any, _Endpoint], Any],
+        tolerate: Collection[int] = (),
+        endpoint: _Endpoint | None = None,
+    ) -> tuple[Any, float]:
+        """``read(send(client), endpoint)`` and when its first attempt started (``time.perf_counter``).
+
+        Each attempt goes to the endpoint with the least outstanding work (``endpoint``: always that one,
+        outside the rotation and its limits); a retryable failure is tried again, at most ``max_retries``
+        times: at once on another endpoint when its own was taken out of rotation, else after a backoff.
+        The value is None after an HTTP status in ``tolerate``."""
         attempt = 0
+        started: float | None = None
+        errors: dict[_Endpoint, str] = {}  # the endpoints that failed this request, and how
         while True:
-            await self._wait_for_rate()
+            chosen = endpoint if endpoint is not None else await self._acquire()
+            epoch = chosen.epoch
+            if started is None:
+                started = time.perf_counter()
             try:
-                return read(await self._send(send, **kwargs))
+                await self._wait_for_rate()
+                value = read(await self._send(send, chosen), chosen)
+                if endpoint is None:
+                    self._answered(chosen, epoch)
+                return value, started
             except _Failure as failure:
                 if failure.status in tolerate:
-                    return None
+                    return None, started
+                out = endpoint is None and failure.down and self._take_out(chosen, epoch, failure)
+                if failure.down:
+                    errors[chosen] = failure.message
                 if not failure.retry or attempt >= self._max_retries:
-                    raise BackendError(failure.message) from None
+                    raise BackendError(
+                        failure.message if endpoint is not None else self._final_error(failure, errors)
+                    ) from None
                 delay = failure.retry_after
-                if delay is None:
+                if out:
+                    delay = 0.0  # another endpoint takes it now, or it waits for the soonest to return
+                elif delay is None:
                     delay = min(INITIAL_RETRY_DELAY_S * 2.0**attempt, MAX_RETRY_DELAY_S) * (1 - 0.25 * random.random())
-                attempt += 1
-                self.retries += 1
+            finally:
+                if endpoint is None:
+                    self._release(chosen)
+            attempt += 1
+            self.retries += 1
+            if delay:
                 await asyncio.sleep(delay)
 
-    async def _send(self, send: Any, **kwargs: Any) -> Any:
-        """One request; every way it can fail becomes a _Failure."""
+    # -- the rotation: least outstanding work, cool-downs -------------------------------------------------
+    def _pick(self) -> _Endpoint | None:
+        """The endpoint in rotation with room and the least load (in flight over limit), ties to the first."""
+        now = time.monotonic()
+        ready = [e for e in self._endpoints if e.down_until <= now and e.in_flight < e.limit]
+        return min(ready, key=_Endpoint.load) if ready else None
+
+    async def _acquire(self) -> _Endpoint:
+        """An endpoint for one attempt, waiting (first come, first served) while every one is full or out
+        of rotation."""
+        turn = not self._waiters
+        while True:
+            if turn:
+                chosen = self._pick()
+                if chosen is not None:
+                    chosen.in_flight += 1
+                    if self._waiters and self._pick() is not None:
+                        self._wake()  # room is left (an endpoint back in rotation): the next one takes it
+                    return chosen
+            now = time.monotonic()
+            # until a release, or an endpoint's return to rotation; with several endpoints, look again every
+            # RECHECK_S at least, so that a turn missed in their comings and goings costs a second at most
+            returning = [e.down_until - now for e in self._endpoints if e.down_until > now]
+            if len(self._endpoints) > 1:
+                returning.append(RECHECK_S)
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await asyncio.wait((waiter,), timeout=min(returning) if returning else None)
+            except BaseException:
+                if waiter.done():
+                    self._wake()  # pass on the turn this request will not take
+                raise
+            finally:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+            turn = True  # woken, or an endpoint is back in rotation
+
+    def _wake(self) -> None:
+        """Give the first waiting request its turn to take an endpoint."""
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _release(self, endpoint: _Endpoint) -> None:
+        endpoint.in_flight -= 1
+        self._wake()
+
+    def _answered(self, endpoint: _Endpoint, epoch: int) -> None:
+        """An answer from ``endpoint``: sent since its last cool-down, it ends their doubling."""
+        if epoch == endpoint.epoch:
+            endpoint.failures = 0
+
+    def _take_out(self, endpoint: _Endpoint, epoch: int, failure: _Failure) -> bool:
+        """Take a failing endpoint out of rotation; whether it is out (now, or already by an earlier failure).
+
+        A failure of an attempt sent before its latest cool-down neither starts nor extends one."""
+        if self._cooldown_s <= 0:
+            return False
+        now = time.monotonic()
+        if epoch == endpoint.epoch:
+            endpoint.failures += 1
+            endpoint.epoch += 1
+            cooldown = min(self._cooldown_s * 2.0 ** (endpoint.failures - 1), self._cooldown_s * MAX_COOLDOWN_FACTOR)
+            endpoint.down_until = now + max(cooldown, failure.retry_after or 0.0)
+            endpoint.last_error = failure.message
+        return endpoint.down_until > now
+
+    def _final_error(self, failure: _Failure, errors: dict[_Endpoint, str]) -> str:
+        """What a request that gives up says: its last failure; when every endpoint has failed it or is
+        out of rotation, each one's failure."""
+        now = time.monotonic()
+        if self._cooldown_s > 0 and all(e in errors or e.down_until > now for e in self._endpoints):
+            return "every endpoint failed: " + "; ".join(errors.get(e) or e.last_error for e in self._endpoints)
+        return failure.message
+
+    # -- one request --------------------------------------------------------------------------------------
+    async def _send(self, send: Send, endpoint: _Endpoint) -> Any:
+        """One request to ``endpoint``; every way it can fail becomes a _Failure."""
         import openai
 
+        url = endpoint.url
         try:
-            return await send(**kwargs)
+            return await send(endpoint.client)
         except openai.APIConnectionError as exc:  # timeouts too
-            raise _Failure(f"cannot reach {self.base_url}: {exc}", retry=True) from None
+            raise _Failure(f"cannot reach {url}: {exc}", retry=True, down=True) from None
         except openai.APIStatusError as exc:
             message = re.sub(r"^Error code: \d+ - ", "", str(exc.message))
             headers = exc.response.headers
@@ -261,45 +501,43 @@ class OpenAIBackend:
             retry_after = _retry_after(headers)
             if retry_after is not None and retry_after > MAX_RETRY_AFTER_S:
                 retry, retry_after = False, None
-            text = f"{self.base_url} answered HTTP {exc.status_code}: {_short(message)}"
-            raise _Failure(text, retry, retry_after, exc.status_code) from None
+            text = f"{url} answered HTTP {exc.status_code}: {_short(message)}"
+            raise _Failure(text, retry, retry_after, exc.status_code, down=exc.status_code >= 500) from None
         except openai.OpenAIError as exc:
-            raise _Failure(f"{self.base_url}: {type(exc).__name__}: {_short(str(exc))}", retry=True) from None
+            raise _Failure(f"{url}: {type(exc).__name__}: {_short(str(exc))}", retry=True) from None
 
-    def _validated(self, raw: Any, shape: type[_Strict]) -> Any:
+    def _validated(self, raw: Any, shape: type[_Strict], url: str) -> Any:
         """The reply's JSON body as ``shape``, or a retryable _Failure saying what is wrong with it."""
         content_type = str(raw.headers.get("content-type", ""))
         body: bytes = raw.content
         if "json" not in content_type.lower():
             excerpt = _short(body.decode("utf-8", "replace"), 80)
             shown = content_type or "no content type"
-            raise _Failure(f"{self.base_url} returned {shown}, not JSON (HTTP {raw.status_code}): {excerpt}", True)
+            raise _Failure(f"{url} returned {shown}, not JSON (HTTP {raw.status_code}): {excerpt}", True)
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _Failure(
-                f"{self.base_url} returned a reply that is not valid UTF-8 ({exc.reason} at byte {exc.start})", True
+                f"{url} returned a reply that is not valid UTF-8 ({exc.reason} at byte {exc.start})", True
             ) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             where = f"{exc.msg}, character {exc.pos} of {len(text)}"
-            raise _Failure(
-                f"{self.base_url} returned a reply that is not valid JSON, truncated? ({where})", True
-            ) from None
+            raise _Failure(f"{url} returned a reply that is not valid JSON, truncated? ({where})", True) from None
         if isinstance(data, dict) and "error" in data and "choices" not in data and "data" not in data:
             error = data["error"]
             message = error.get("message", error) if isinstance(error, dict) else error
-            raise _Failure(f"{self.base_url} returned an error: {_short(str(message))}", True)
+            raise _Failure(f"{url} returned an error: {_short(str(message))}", True)
         try:
             return shape.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "the reply"
-            raise _Failure(f"{self.base_url} returned a malformed reply ({where}: {first['msg']})", True) from None
+            raise _Failure(f"{url} returned a malformed reply ({where}: {first['msg']})", True) from None
 
     async def _wait_for_rate(self) -> None:
-        """Space request starts by 60 / requests_per_minute seconds."""
+        """Space request starts by 60 / requests_per_minute seconds (over all endpoints)."""
         if not self._interval:
             return
         async with self._pace:
@@ -310,7 +548,27 @@ class OpenAIBackend:
             await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        for endpoint in self._endpoints:
+            await endpoint.client.close()
+
+
+async def _each(calls: Iterable[Awaitable[T]]) -> list[T]:
+    """Every call's result, run at once; the first failure in their order is raised once all have ended."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results  # type: ignore[return-value]
+
+
+def _list_models(client: Any) -> Awaitable[Any]:
+    return client.models.with_raw_response.list()
+
+
+def _props_url(parts: SplitResult) -> str:
+    """llama-server's ``/props``: beside the API, at the base URL without its trailing /v1."""
+    root = parts.path.rstrip("/").removesuffix("/v1")
+    return urlunsplit(parts._replace(path=root + "/props", query="", fragment=""))
 
 
 def _retry_after(headers: Any) -> float | None:

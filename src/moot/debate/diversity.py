@@ -72,14 +72,19 @@ def text_diversity(texts: Sequence[str], similarity: Similarity = jaccard) -> fl
     return sum(1 - similarity(texts[i], texts[j]) for i, j in pairs) / len(pairs)
 
 
-def diversity_measure() -> tuple[Callable[[Sequence[str]], float], str]:
-    """DAR's measure of retained diversity: mean pairwise 1 - cosine of MiniLM embeddings when the
-    embeddings extra is installed, else mean pairwise 1 - token Jaccard; with the measure's name."""
+JACCARD_MEASURE = "1 - token jaccard"
+
+
+def retained_diversity(groups: Sequence[Sequence[str]]) -> tuple[list[float], str]:
+    """DAR's measure of retained diversity for each group of kept replies, with the measure's name: mean
+    pairwise 1 - cosine of MiniLM embeddings when the embeddings extra is installed (every group's texts
+    encoded in one call), else mean pairwise 1 - token Jaccard. A report measures it from stored texts;
+    a debate never does."""
     from moot.debate import embeddings
 
     if embeddings.available():
-        return embeddings.embedding_diversity, embeddings.MEASURE
-    return text_diversity, "1 - token jaccard"
+        return embeddings.group_diversities(groups), embeddings.MEASURE
+    return [text_diversity(texts) for texts in groups], JACCARD_MEASURE
 
 
 def similarity_function(name: str) -> Similarity:

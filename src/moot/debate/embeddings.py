@@ -55,8 +55,24 @@ def pairwise_similarity(texts: Sequence[str]) -> list[list[float]]:
 
 def embedding_diversity(texts: Sequence[str]) -> float:
     """Mean pairwise 1 - cosine similarity (DAR's retained-diversity measure); 0 for fewer than two."""
-    if len(texts) < 2:
-        return 0.0
-    sims = pairwise_similarity(texts)
-    pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))]
-    return sum(1 - sims[i][j] for i, j in pairs) / len(pairs)
+    return group_diversities([texts])[0]
+
+
+def group_diversities(groups: Sequence[Sequence[str]]) -> list[float]:
+    """``embedding_diversity`` of each group of texts, all the groups' distinct texts encoded in one call
+    (the model loads only when some group has two texts or more)."""
+    wanted = list(dict.fromkeys(text for texts in groups if len(texts) >= 2 for text in texts))
+    if not wanted:
+        return [0.0] * len(groups)
+    vectors = _model().encode(wanted, normalize_embeddings=True, convert_to_numpy=True)
+    row = {text: i for i, text in enumerate(wanted)}
+    out = []
+    for texts in groups:
+        if len(texts) < 2:
+            out.append(0.0)
+            continue
+        chosen = vectors[[row[text] for text in texts]]
+        sims = (chosen @ chosen.T).tolist()
+        pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))]
+        out.append(sum(1 - sims[i][j] for i, j in pairs) / len(pairs))
+    return out

@@ -16,7 +16,7 @@ from moot.debate.components.stopping import Stopping
 from moot.debate.components.topology import Topology
 from moot.debate.registry import Component, rule
 from moot.debate.schedules import Schedule
-from moot.errors import ConfigError
+from moot.errors import ConfigError, unknown_name
 from moot.limits import MAX_AGENTS, MAX_POOL, MAX_ROUNDS, check_at_most
 
 
@@ -502,7 +502,7 @@ def resolve_protocol(
     replaces the rule."""
     known = {**PRESETS, **(presets or {})}
     if name not in known:
-        raise ConfigError(f"unknown protocol {name!r}; known protocols: {', '.join(known)}")
+        raise ConfigError(unknown_name("protocol", name, known))
     preset = known[name]
     for value, what, fixed, limit in (
         (agents, "agents", preset.fixed_agents, MAX_AGENTS),

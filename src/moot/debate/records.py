@@ -102,8 +102,11 @@ class RetentionRecord:
     filter_calls: int
     filter_prompt_tokens: int
     filter_completion_tokens: int
-    diversity: float  # mean pairwise 1 - similarity of the kept replies
-    diversity_measure: str  # MiniLM cosine when the embeddings extra is installed, else token Jaccard
+    # The kept replies' mean pairwise 1 - similarity and its measure, as earlier runs stored them. A debate
+    # no longer measures it (None): a report computes it from the kept replies' stored texts
+    # (moot.analysis.report), so that no embedding model loads while a debate runs.
+    diversity: float | None = None
+    diversity_measure: str | None = None  # MiniLM cosine when the embeddings extra is installed, else token Jaccard
 
 
 @dataclass(frozen=True)

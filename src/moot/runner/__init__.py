@@ -1,8 +1,18 @@
-"""Running protocols over a task's questions: durable experiments, and in-memory evaluation."""
+"""Running protocols over a task's questions: durable experiments, and in-memory evaluation.
 
-from moot.runner.config import ExperimentConfig, load_experiment, parse_experiment
-from moot.runner.evaluate import EvalResult, build_agents, close_agents, evaluate, uniform_agents
-from moot.runner.experiment import Experiment, RunOptions, RunOutcome, run_experiment
+Its names are imported when first used (``moot.lazy``): importing one module of the package
+(``moot.runner.store``, which ``moot runs`` reads) loads no other."""
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+from moot.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from moot.runner.config import ExperimentConfig, load_experiment, parse_experiment
+    from moot.runner.evaluate import EvalResult, build_agents, close_agents, evaluate, uniform_agents
+    from moot.runner.experiment import Experiment, RunOptions, RunOutcome, run_experiment
 
 __all__ = [
     "EvalResult",
@@ -18,3 +28,27 @@ __all__ = [
     "run_experiment",
     "uniform_agents",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("ExperimentConfig", "load_experiment", "parse_experiment"), "moot.runner.config"),
+        **dict.fromkeys(
+            ("EvalResult", "build_agents", "close_agents", "evaluate", "uniform_agents"), "moot.runner.evaluate"
+        ),
+        **dict.fromkeys(("Experiment", "RunOptions", "RunOutcome", "run_experiment"), "moot.runner.experiment"),
+    },
+)
+
+
+class _Package(types.ModuleType):
+    """``moot.runner.evaluate`` is the function, as it always was, not the module of the same name that
+    importing it would otherwise bind there (the module is ``sys.modules["moot.runner.evaluate"]``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "evaluate" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -275,19 +276,22 @@ def resolve_condition(
     return ResolvedCondition(name=condition.name, protocol=protocol, agents=tuple(agents), judge=judge)
 
 
-def resolve(config: ExperimentConfig) -> tuple[ResolvedCondition, ...]:
-    """Resolve every condition, checking that its protocol and tasks exist."""
+def resolve(config: ExperimentConfig, where: Callable[[str, int], str] | None = None) -> tuple[ResolvedCondition, ...]:
+    """Resolve every condition, checking that its protocol and tasks exist. An error begins with where it
+    is: ``where(key, index)``, by default the file's key (``tasks.0``, ``conditions.1``); the command
+    line names its options instead."""
     from moot.tasks import get_task
 
+    locate = where or (lambda key, i: f"{key}.{i}")
     judged = False
     for i, task in enumerate(config.tasks):
         try:
             judged |= bool(getattr(get_task(task.name, task.data), "metric_uses_judge", False))
         except MootError as exc:
-            raise ConfigError(f"tasks.{i}: {exc}") from None
+            raise ConfigError(f"{locate('tasks', i)}: {exc}") from None
     presets = resolve_presets(config.presets)
     return tuple(
-        resolve_condition(c, config.agent, f"conditions.{i}", presets, judged_tasks=judged)
+        resolve_condition(c, config.agent, locate("conditions", i), presets, judged_tasks=judged)
         for i, c in enumerate(config.conditions)
     )
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from moot.backends.base import Backend
@@ -56,9 +57,26 @@ def build_agents(specs: Sequence[AgentSpec], backends: dict[BackendConfig, Backe
     return agents
 
 
-async def check_agents(agents: Sequence[Agent]) -> None:
-    """Load every model and reach every server once, before any question starts."""
+def request_widths(groups: Iterable[Sequence[Agent]]) -> dict[int, int]:
+    """How many requests one question sends to each backend at once (keyed by ``id(backend)``): the most
+    agents of one group (a condition's agents and judge) that it serves."""
+    widths: dict[int, int] = {}
+    for group in groups:
+        counts = Counter(id(a.backend) for a in group)
+        for key, count in counts.items():
+            widths[key] = max(widths.get(key, 0), count)
+    return widths
+
+
+async def check_agents(agents: Sequence[Agent], groups: Iterable[Sequence[Agent]] | None = None) -> None:
+    """Size every backend to the requests a question sends it at once (``groups``: the agents of each
+    condition; default all of ``agents`` together), then load every model and reach every server once,
+    before any question starts."""
+    widths = request_widths([agents] if groups is None else groups)
     for backend in _unique_backends(agents):
+        plan = getattr(backend, "plan", None)
+        if plan is not None:
+            plan(widths.get(id(backend), 1))
         await backend.check()
 
 

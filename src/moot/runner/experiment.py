@@ -3,7 +3,8 @@
 Rerunning on an existing store resumes it: stored results are kept, unfinished
 questions are debated again with every call they had already made replayed from
 the store, so a run killed at any moment and rerun ends with the same results
-as an uninterrupted one.
+as an uninterrupted one. Rerunning a finished run (nothing pending) builds and checks no backend: no
+model loads and no server is asked.
 
 A run holds its store exclusively from the moment the experiment is opened until it is closed
 (``moot.runner.store.StoreLock``): a second run on the same store is refused, naming the first.
@@ -12,6 +13,7 @@ A run holds its store exclusively from the moment the experiment is opened until
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -35,7 +37,7 @@ from moot.runner.config import (
     resolve,
     results_fingerprint,
 )
-from moot.runner.evaluate import build_agents, check_agents
+from moot.runner.evaluate import build_agents, check_agents, request_widths
 from moot.runner.store import RunStore, StoreError, StoreLock
 from moot.runner.summary import summary_json
 from moot.tasks import MetricContext, Question, Task, get_task
@@ -165,6 +167,7 @@ class Experiment:
             self.close()
             raise
         self._backends: dict[BackendConfig, Backend] = {}
+        self._widths: dict[int, int] = {}  # requests one question sends each backend at once (by id)
         self.agents: dict[str, list[Agent]] = {}
         self.judges: dict[str, Agent] = {}
         self.cache: CallCache | None = None  # the running session's cache, for progress displays
@@ -221,7 +224,11 @@ class Experiment:
             self.agents[condition.name] = build_agents(condition.agents, self._backends)
             if condition.judge is not None:
                 (self.judges[condition.name],) = build_agents([condition.judge], self._backends)
-        await check_agents([*(a for agents in self.agents.values() for a in agents), *self.judges.values()])
+        groups = [
+            [*self.agents[c.name], *([self.judges[c.name]] if c.name in self.judges else [])] for c in self.conditions
+        ]
+        self._widths = request_widths(groups)
+        await check_agents([a for group in groups for a in group], groups)
         if self._store is None:  # created only once every model loads and every server answers
             self._store = self._create_store()
         self.store.set_meta(
@@ -230,9 +237,12 @@ class Experiment:
         )
 
     def concurrency(self) -> int:
+        """Questions in flight: enough to keep every backend's slots busy (its parallel requests over
+        the requests one question sends it at once), unless the experiment sets it."""
         if self.config.concurrency is not None:
             return self.config.concurrency
-        return max(2, max(b.parallel for b in self._backends.values()))
+        per_backend = (math.ceil(b.parallel / self._widths.get(id(b), 1)) for b in self._backends.values())
+        return max(1, *per_backend)
 
     async def run(
         self,
@@ -241,11 +251,14 @@ class Experiment:
         on_start: Callable[[int], None] | None = None,
     ) -> RunOutcome:
         start = time.perf_counter()
-        try:
-            await self._build_agents()
-        except BaseException:
-            await self._close_backends()
-            raise
+        # a finished run replays from its store: with nothing pending no backend is built or checked (no
+        # model loads, no server is asked), and the models stored with the run stay its record of them
+        if self._store is None or self._pending(self._store.done(), options):
+            try:
+                await self._build_agents()
+            except BaseException:
+                await self._close_backends()
+                raise
         for i, selection in enumerate(self.config.tasks):
             self.store.add_questions(selection.name, self.questions[i])
         self.store.start_session({"use_cache": options.use_cache, "retry_errors": options.retry_errors})
@@ -254,10 +267,7 @@ class Experiment:
         status = "interrupted"
         failed = True
         try:
-            done = self.store.done()
-            pending = [
-                u for u in self.units() if u.key not in done or (options.retry_errors and done[u.key] == "error")
-            ]
+            pending = self._pending(self.store.done(), options)
             if on_start is not None:
                 on_start(len(pending))
             self.store.set_meta("status", "running")
@@ -266,7 +276,7 @@ class Experiment:
                 queue.put_nowait(unit)
             workers = [
                 asyncio.create_task(self._worker(queue, cache, on_result))
-                for _ in range(min(self.concurrency(), max(1, len(pending))))
+                for _ in range(min(self.concurrency(), len(pending)) if pending else 0)
             ]
             await asyncio.gather(*workers)
             complete = len(self.store.done()) == sum(1 for _ in self.units())
@@ -296,6 +306,10 @@ class Experiment:
                     raise  # else the fault that stopped the run (often the same one: a full disk) is shown
             finally:
                 await self._close_backends()
+
+    def _pending(self, done: dict[tuple[str, str, str, int], str], options: RunOptions) -> list[Unit]:
+        """The units still to run: those without a stored result, and with ``retry_errors`` those stored as errors."""
+        return [u for u in self.units() if u.key not in done or (options.retry_errors and done[u.key] == "error")]
 
     async def _close_backends(self) -> None:
         for backend in self._backends.values():

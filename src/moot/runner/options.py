@@ -13,7 +13,7 @@ from moot.backends.config import parse_backend
 from moot.debate.agents import Sampling
 from moot.debate.components.aggregation import TieRule
 from moot.debate.protocols import COMPONENT_FIELDS, resolve_protocol
-from moot.errors import ConfigError
+from moot.errors import ConfigError, MootError
 from moot.limits import SEED_RANGE, safe_name
 from moot.runner.config import (
     AgentTemplate,
@@ -25,7 +25,7 @@ from moot.runner.config import (
 )
 
 TIE_RULES = ("first", "random", "abstain")
-BACKENDS = ("local", "openai")
+BACKENDS = ("local", "llama-cpp", "openai")
 
 
 class AgentOptions(BaseModel):
@@ -37,9 +37,9 @@ class AgentOptions(BaseModel):
     agents: int | None = None
     rounds: int | None = None
     tie_rule: TieRule | None = None
-    backend: Literal["local", "openai"] | None = None
+    backend: Literal["local", "llama-cpp", "openai"] | None = None
     model: str | None = None
-    base_url: str | None = None
+    base_url: str | list[str] | None = None  # several: endpoints serving the same model
     api_key_env: str | None = None
     temperature: float | None = None
     top_p: float | None = None
@@ -79,7 +79,7 @@ class AgentOptions(BaseModel):
     @classmethod
     def _backend(cls, value: Any) -> Any:
         if value is not None and value not in BACKENDS:
-            raise ValueError(f"unknown backend {value!r}; choose local or openai")
+            raise ValueError(f"unknown backend {value!r}; choose {', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
         return value
 
     @classmethod
@@ -93,6 +93,10 @@ class AgentOptions(BaseModel):
         return [flags.get(name, "--" + name.replace("_", "-")) for name, value in self if value is not None]
 
     def agent_template(self) -> AgentTemplate:
+        if self.model is not None and self.backend in GGUF_BACKENDS:
+            from moot.models import check_model_name
+
+            _option("--model", check_model_name, self.model)  # a typo is named before anything is built
         backend = {
             "kind": self.backend,
             "model": self.model,
@@ -107,6 +111,7 @@ class AgentOptions(BaseModel):
         )
 
     def condition(self, protocol: str) -> ConditionConfig:
+        _option("--protocol", resolve_protocol, protocol)  # an unknown name, with the closest known one
         given = {"agents": self.agents, "rounds": self.rounds, "tie_rule": self.tie_rule, **(self.settings or {})}
         try:
             return ConditionConfig.model_validate({"name": protocol, "protocol": protocol} | given)
@@ -122,6 +127,9 @@ class AgentOptions(BaseModel):
             raise ConfigError(f"questions must be a positive integer, got {questions}")
         seed = self.seed or 0
         conditions = tuple(self.condition(p) for p in protocols)
+        from moot.tasks import get_task
+
+        _option("--task", get_task, task)
         try:
             config = ExperimentConfig(
                 name=_experiment_name(protocols, task),
@@ -132,8 +140,22 @@ class AgentOptions(BaseModel):
             )
         except ValidationError as exc:
             raise _format_error(exc, "options") from None
-        resolve(config)
+        resolve(
+            config,
+            where=lambda key, _: ("--data" if data is not None else "--task") if key == "tasks" else "--protocol",
+        )
         return config
+
+
+GGUF_BACKENDS = (None, "local", "llama-cpp")  # the backends whose --model is a registered name or a GGUF file
+
+
+def _option(flag: str, check: Any, value: str) -> None:
+    """``check(value)``; its MootError is one line that begins with the option as typed (``--task: ...``)."""
+    try:
+        check(value)
+    except MootError as exc:
+        raise ConfigError(f"{flag}: {exc}") from None
 
 
 def _experiment_name(protocols: list[str], task: str) -> str:

@@ -8,10 +8,11 @@ for, the run's metadata), so that no reader needs the store's column names or JS
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from moot.debate.records import DebateResult
-from moot.runner.config import ExperimentConfig
+if TYPE_CHECKING:  # annotations only: reading a store's listing (`moot runs`) loads no config or engine code
+    from moot.debate.records import DebateResult
+    from moot.runner.config import ExperimentConfig
 
 
 @dataclass(frozen=True)
@@ -128,3 +129,15 @@ class RunMeta:
     models: dict[str, StoredModel] = field(default_factory=dict)  # by configured model name
     summary: dict[str, Any] | None = None  # summary_json at the end of the last session
     migrated_from: int | None = None  # the schema version the store was written with, if migrated
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """What ``moot runs`` shows of a run, read from its metadata without validating its experiment (no config,
+    protocol or task code loads): ``RunStore.listing``."""
+
+    name: str
+    status: str
+    created_at: float
+    moot_version: str
+    planned_units: int  # questions x seeds x conditions: the results a complete run holds

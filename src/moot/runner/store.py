@@ -37,28 +37,20 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from moot import __version__
-from moot.backends.base import GenerationRequest, Message, Reply, Sample, TokenLogprob
-from moot.debate.records import (
-    DebateResult,
-    FinalStatus,
-    JudgeVerdict,
-    PoolRecord,
-    RetentionRecord,
-    RoundRecord,
-    Turn,
-    Vote,
-)
-from moot.debate.registry import STORED
 from moot.errors import MootError
 from moot.redact import redact
-from moot.runner.config import ExperimentConfig, ResolvedCondition, fingerprint_hash, results_fingerprint
-from moot.runner.records import CallError, RunMeta, Session, StoredCall, StoredModel, StoredResult
-from moot.tasks.base import ParseStatus, Question
+from moot.runner.records import CallError, RunListing, RunMeta, Session, StoredCall, StoredModel, StoredResult
+
+if TYPE_CHECKING:
+    # imported where they are used, so that opening a store and listing it (`moot runs`) loads no pydantic
+    # model, protocol, backend or task code
+    from moot.backends.base import GenerationRequest, Reply
+    from moot.debate.records import DebateResult, RoundRecord, Turn, Vote
+    from moot.runner.config import ResolvedCondition
+    from moot.tasks.base import Question
 
 SCHEMA_VERSION = 2
 
@@ -269,6 +261,8 @@ def reply_to_json(reply: Reply) -> str:
 
 
 def reply_from_json(text: str) -> Reply:
+    from moot.backends.base import Reply, Sample, TokenLogprob
+
     data = json.loads(text)
     samples = []
     for s in data["samples"]:
@@ -306,6 +300,8 @@ def _record(cls: Any, data: dict[str, Any]) -> Any:
 
 
 def _vote(data: dict[str, Any]) -> Vote:
+    from moot.debate.records import Vote
+
     weights = data["weights"]
     return Vote(
         counts=tuple((a, n) for a, n in data["counts"]),
@@ -318,6 +314,10 @@ def _vote(data: dict[str, Any]) -> Vote:
 
 
 def _turn(row: sqlite3.Row) -> Turn:
+    from moot.backends.base import Message, TokenLogprob
+    from moot.debate.records import Turn
+    from moot.tasks.base import ParseStatus
+
     logprobs = json.loads(row["logprobs"]) if row["logprobs"] is not None else None
     return Turn(
         agent=row["agent"],
@@ -510,6 +510,8 @@ class RunStore:
     @_guarded
     def _migrate(self) -> None:
         """Bring an older store to SCHEMA_VERSION, one step at a time, in one transaction."""
+        from pydantic import ValidationError
+
         with self._transaction() as db:
             version = _schema_version(db)  # again, inside the transaction: another process may have migrated
             if version == SCHEMA_VERSION:
@@ -578,6 +580,10 @@ class RunStore:
     def run_meta(self) -> RunMeta:
         """The run's metadata, typed. A status "running" of a store that no process holds reads as
         "interrupted": the run was killed (``lock_holder``)."""
+        from pydantic import ValidationError
+
+        from moot.runner.config import ExperimentConfig
+
         m = self.meta()
         try:
             return RunMeta(
@@ -585,7 +591,7 @@ class RunStore:
                 moot_version=m["moot_version"],
                 created_at=m["created_at"],
                 name=m["name"],
-                status="interrupted" if m["status"] == "running" and lock_holder(self.path) is None else m["status"],
+                status=self._status(m),
                 fingerprint_hash=m["fingerprint_hash"],
                 config=ExperimentConfig.model_validate(m["config"]),
                 round_convention=m.get("round_convention", ""),
@@ -601,9 +607,38 @@ class RunStore:
         except (KeyError, TypeError, ValidationError) as exc:
             raise StoreError(f"{self.path}: its run metadata is incomplete or invalid ({exc})") from None
 
+    def _status(self, meta: dict[str, Any]) -> str:
+        """The stored status, "interrupted" for "running" when no process holds the store."""
+        status = meta["status"]
+        return "interrupted" if status == "running" and lock_holder(self.path) is None else status
+
+    def listing(self) -> RunListing:
+        """What ``moot runs`` shows of the run: its name, status (as ``run_meta`` reads it), creation time,
+        moot version and planned results, from the stored metadata as written, without validating the
+        experiment (so that listing loads no config, protocol or task code)."""
+        m = self.meta()
+        try:
+            config = m["config"]
+            per_seed = sum(len(t["ids"]) if t.get("ids") is not None else t.get("count") or 0 for t in config["tasks"])
+            return RunListing(
+                name=str(m["name"]),
+                status=str(self._status(m)),
+                created_at=float(m["created_at"]),
+                moot_version=str(m["moot_version"]),
+                # as ExperimentConfig.planned_units: questions x seeds x conditions
+                planned_units=per_seed * len(config["seeds"]) * len(config["conditions"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StoreError(f"{self.path}: its run metadata is incomplete or invalid ({exc!r})") from None
+
     @_guarded
     def conditions(self) -> dict[str, ResolvedCondition]:
         """The run's conditions, resolved, in the run's order."""
+        from pydantic import ValidationError
+
+        from moot.debate.registry import STORED
+        from moot.runner.config import ResolvedCondition
+
         out = {}
         for name, config in self._db.execute("SELECT name, config FROM conditions ORDER BY rowid"):
             try:
@@ -657,6 +692,8 @@ class RunStore:
     @_guarded
     def questions(self) -> dict[tuple[str, str], Question]:
         """(task, question id) -> question, in the run's question order."""
+        from moot.tasks.base import Question
+
         return {
             (r["task"], r["question_id"]): Question(r["question_id"], r["prompt"], r["gold"], json.loads(r["metadata"]))
             for r in self._select("SELECT * FROM questions ORDER BY rowid")
@@ -840,6 +877,16 @@ class RunStore:
     def iter_results(self) -> Iterator[StoredResult]:
         """``results()`` one at a time, in the same order, each read with its own turns: memory stays that
         of one result however large the run (a report of a 20,000-question run)."""
+        from moot.debate.records import (
+            DebateResult,
+            FinalStatus,
+            JudgeVerdict,
+            PoolRecord,
+            RetentionRecord,
+            RoundRecord,
+        )
+        from moot.tasks.base import Question
+
         questions = self.questions()
         ordered = (
             "SELECT r.* FROM results r"
@@ -937,6 +984,9 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     hash (same task data files): otherwise a resume refuses the store, as it did before.
     Turns gain the call's seed and log-probabilities (unknown for schema 1: NULL), results their
     protocol's name, and each round's vote its tied answers and unparsed count (recounted)."""
+    from moot.debate.registry import STORED
+    from moot.runner.config import ExperimentConfig, ResolvedCondition, fingerprint_hash, results_fingerprint
+
     meta = _meta(db)
     rows = db.execute("SELECT name, config FROM conditions ORDER BY rowid").fetchall()
     stored = [(name, json.loads(config)) for name, config in rows]

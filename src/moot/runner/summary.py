@@ -237,10 +237,22 @@ class QuestionRow:
     status: str
     correct: bool
     error: str | None
+    tie_broken: bool = False  # the final answer was picked by the tie rule (see ``tie_broken``)
+
+
+def tie_broken(result: Any, judged: bool = False) -> bool:
+    """Whether ``result``'s final answer (a DebateResult's) was settled by the tie rule: picked among
+    answers tied at the top of the deciding vote. ``judged``: the protocol's final answer is a judge's
+    or a moderator's (its aggregation is ``judged``), never settled by a tie rule."""
+    if judged or not result.rounds or result.final_answer is None:
+        return False
+    vote = result.rounds[-1].vote
+    return len(vote.tied) > 1 and vote.winner == result.final_answer
 
 
 def question_rows(store: RunStore) -> list[QuestionRow]:
     """Every stored result with its answers per round, in the run's question, seed and condition order."""
+    judged = {name: c.protocol.aggregation.judged for name, c in store.conditions().items()}
     return [
         QuestionRow(
             r.condition,
@@ -254,6 +266,7 @@ def question_rows(store: RunStore) -> list[QuestionRow]:
             r.result.status.value,
             r.result.correct,
             r.result.error,
+            tie_broken(r.result, judged.get(r.condition, False)),
         )
         for r in store.results()
     ]

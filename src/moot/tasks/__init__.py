@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from moot.errors import ConfigError
+from moot.errors import ConfigError, unknown_name
 from moot.limits import MAX_STOCKFISH_DEPTH
 from moot.tasks.arc import ARCChallengeTask
 from moot.tasks.arithmetic import ArithmeticTask
@@ -97,8 +97,7 @@ def get_task(name: str, data: str | Path | None = None) -> Task:
     elif name in TASKS:
         task = TASKS[name]()
     else:
-        known = ", ".join([*sorted(TASKS), *(f"{p}:..." for p in PARAMETRISED)])
-        raise ConfigError(f"unknown task {name!r}; known tasks: {known}")
+        raise ConfigError(unknown_name("task", name, [*sorted(TASKS), *(f"{p}:..." for p in PARAMETRISED)]))
     if data is None:
         return task
     if str(data) == "hub":

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from moot.cli_output import fit_table, make_console, plural
 from moot.cli_support import reports_errors as _reports_errors
 from moot.errors import MootError
 
@@ -18,7 +17,7 @@ theory_app = typer.Typer(
     help="Simulate the Dirichlet-categorical model of debate and check its theorems (Zhu et al. 2026, §5).",
     no_args_is_help=True,
 )
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+console = make_console(piped=120)  # COLUMNS, when set, wins
 DEFAULT_PLOT = Path("theory.png")  # moot's own name for the plot: replaced without --force
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -127,7 +126,7 @@ def _setting(model: Any, debates: int, prior: bool = True) -> str:
     init = f"diverse ({model.selection}, pool {model.pool})" if model.init == "diverse" else "random"
     belief = f"prior ({counts}), belief {model.prior_belief():.3f}" if prior else f"{model.answers} answers"
     return (
-        f"[bold]{model.agents} agents × {model.rounds} rounds[/] · {belief} · "
+        f"[bold]{plural(model.agents, 'agent')} × {plural(model.rounds, 'round')}[/] · {belief} · "
         f"topology {model.topology.kind}{'' if model.include_self else ' (no self)'} · {weighting} · init {init} · "
         f"{debates:,} debates"
     )
@@ -220,6 +219,7 @@ def simulate(
             f"{summary.majority[t].mean:.4f}" if per_round else "",
             f"{summary.unanimous[t].mean:.4f}" if per_round else "",
         )
+    fit_table(table, console)
     console.print(table)
     final, drift = summary.final_majority, summary.drift
     console.print(f"final majority accuracy {final.mean:.4f} {_ci(final)}")
@@ -301,6 +301,7 @@ def init(
             f"{c.diverse.final_majority.mean:.4f}",
             _gain(c.success_gain),
         )
+    fit_table(table, console)
     console.print(table)
     console.print(
         "[dim]present: the correct answer is among the round-0 answers; final: the last round's majority is "
@@ -386,8 +387,9 @@ def plot(
             _gain(s.drift),
             f"{s.final_majority.mean:.4f} ± {1.96 * s.final_majority.se:.4f}",
         )
+    fit_table(table, console)
     console.print(table)
-    console.print(f"wrote {figure.path}")
+    console.print(f"wrote {figure.path}", markup=False, soft_wrap=True)
 
 
 @theory_app.command("engine-check")
@@ -454,6 +456,7 @@ def engine_check(
             f"{row.simulator.mean:.4f} ± {row.simulator.se:.4f}",
             f"{flag}{row.z:+.2f}",
         )
+    fit_table(table, console)
     console.print(table)
     worst = max(abs(r.z) for r in rows)
     console.print(f"largest |z| = {worst:.2f} over {len(rows)} statistics (threshold {threshold:g})")

@@ -9,7 +9,6 @@ import asyncio
 from typing import TYPE_CHECKING, Any, Literal
 
 from moot.backends.base import Message
-from moot.debate.diversity import diversity_measure
 from moot.debate.records import RetentionRecord, RoundRecord
 from moot.debate.registry import register
 from moot.debate.schedules import Schedule
@@ -67,7 +66,10 @@ class Peers(Schedule):
         return RoundRecord(index=r, turns=tuple(turns), vote=vote, judge=verdict, pool=pool, retention=retained)
 
     async def _forward(self, debate: Debate, previous: RoundRecord) -> RetentionRecord:
-        """Choose the replies to forward, then give every agent its next prompt; what was kept and at what cost."""
+        """Choose the replies to forward, then give every agent its next prompt; what was kept and at what cost.
+
+        The kept replies' diversity is not measured here (no embedding model on the debate's path): a report
+        computes it from their stored texts."""
         protocol, turns = debate.protocol, previous.turns
         kept = await protocol.retention.keep(debate, previous)
         chosen = list(range(len(turns))) if kept.indices is None else kept.indices
@@ -80,7 +82,6 @@ class Peers(Schedule):
             messages = protocol.history.next_messages(debate, i, turns[i], peers)
             messages[-1] = with_cues(debate, messages[-1], previous)
             debate.histories[i] = messages
-        measure, measure_name = diversity_measure()
         return RetentionRecord(
             rule=protocol.retention.kind,
             kept=tuple(turns[i].agent for i in chosen),
@@ -90,6 +91,4 @@ class Peers(Schedule):
             filter_calls=kept.filter_calls,
             filter_prompt_tokens=kept.filter_prompt_tokens,
             filter_completion_tokens=kept.filter_completion_tokens,
-            diversity=measure([turns[i].text for i in chosen]),
-            diversity_measure=measure_name,
         )

@@ -1,4 +1,4 @@
-"""The local backend with the real 0.5B model: a real debate, seeds, log-probabilities."""
+"""The in-process llama-cpp backend with the real 0.5B model: a real debate, exact seeds, log-probabilities."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from moot.backends.base import GenerationRequest, Message
-from moot.backends.config import LocalBackendConfig
+from moot.backends.config import LlamaCppBackendConfig
 from moot.backends.factory import make_backend
 from moot.backends.local import LocalBackend
 from moot.calls import Caller
@@ -27,7 +27,7 @@ POEM = (Message("user", "Write one short sentence about the sea."),)
 @pytest.fixture(scope="module")
 def backend(tiny_model) -> Iterator[LocalBackend]:  # type: ignore[no-untyped-def]
     """One loaded model for the module; its generation thread serves every test's event loop."""
-    local = make_backend(LocalBackendConfig(model=TEST_MODEL, n_ctx=4096))
+    local = make_backend(LlamaCppBackendConfig(model=TEST_MODEL, n_ctx=4096))
     assert isinstance(local, LocalBackend)
     yield local
     asyncio.run(local.aclose())
@@ -36,7 +36,7 @@ def backend(tiny_model) -> Iterator[LocalBackend]:  # type: ignore[no-untyped-de
 async def test_real_two_agent_two_round_debate(tiny_model) -> None:  # type: ignore[no-untyped-def]
     task = get_task("arithmetic")
     question = task.questions(1, seed=0)[0]
-    specs = uniform_agents(2, LocalBackendConfig(model=TEST_MODEL, n_ctx=4096), Sampling(max_tokens=160))
+    specs = uniform_agents(2, LlamaCppBackendConfig(model=TEST_MODEL, n_ctx=4096), Sampling(max_tokens=160))
     agents = build_agents(specs)
     assert agents[0].backend is agents[1].backend  # one model instance serves both agents
     caller = Caller()

@@ -225,3 +225,15 @@ def test_piped_console_width(monkeypatch: pytest.MonkeyPatch) -> None:
     assert make_console(piped=140).width == 140  # not a terminal (pytest captures stdout)
     monkeypatch.setenv("COLUMNS", "80")
     assert make_console(piped=140).width == 80
+
+
+def test_a_header_breaks_only_between_its_parts() -> None:
+    from moot.cli_output import joined_lines
+
+    parts = ["moot 0.1.0", "society (2×2)", "arithmetic (2 questions)", "seed 3", "model qwen2.5-0.5b"]
+    assert joined_lines(parts, 80) == [
+        "moot 0.1.0 · society (2×2) · arithmetic (2 questions) · seed 3",
+        "model qwen2.5-0.5b",
+    ]
+    assert joined_lines(parts, 200) == [" · ".join(parts)]
+    assert joined_lines(["a" * 10, "b"], 5) == ["a" * 10, "b"]

@@ -13,7 +13,7 @@ from rich.table import Table
 from moot import __version__
 from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import report as _report
-from moot.cli_output import fit_table, make_console, plural
+from moot.cli_output import fit_table, joined_lines, make_console, plural
 from moot.cli_support import reports_errors, shared_options
 from moot.errors import MootError
 from moot.theory.cli import theory_app
@@ -226,11 +226,10 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
     names = ", ".join(f"{c.name} ({c.protocol.agents}×{c.protocol.rounds})" for c in exp.conditions)
     first_agent = exp.conditions[0].agents[0].backend
     tasks = ", ".join(f"{s.name} ({plural(len(exp.questions[i]), 'question')})" for i, s in enumerate(exp.config.tasks))
-    console.print(
-        f"[bold]moot {__version__}[/] · {escape(names)} · {escape(tasks)} · "
-        f"{'seed' if len(exp.config.seeds) == 1 else 'seeds'} {', '.join(map(str, exp.config.seeds))} · "
-        f"model {escape(_model_label(first_agent))}"
-    )
+    seeds = f"{'seed' if len(exp.config.seeds) == 1 else 'seeds'} {', '.join(map(str, exp.config.seeds))}"
+    parts = [f"moot {__version__}", names, tasks, seeds, f"model {_model_label(first_agent)}"]
+    for line in joined_lines(parts, console.width):
+        console.print(line, markup=False)
     if resumed:
         # a path is printed whole, on one line however long (the terminal wraps it; nothing is inserted)
         console.print(
@@ -298,7 +297,8 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
     _print_summary(conditions, total)
     console.print(
         f"this session: model calls {outcome.calls} · replayed from the store {outcome.replayed} · "
-        f"questions run {outcome.ran}, already stored {outcome.skipped} · wall time {outcome.wall_s:.1f} s"
+        f"questions run {outcome.ran}, already stored {outcome.skipped} · wall time {outcome.wall_s:.1f} s",
+        soft_wrap=True,  # one line to read or grep; a terminal wraps it
     )
     console.print(f"run stored in {exp.output}", markup=False, soft_wrap=True)
     console.print("[dim]answers per round are in agent order; · marks an unparsed reply[/]")
@@ -716,4 +716,10 @@ def main_options(
 
 
 def main() -> None:
+    import signal
+
+    # `moot run ... | head`: a closed pipe ends moot quietly, as it ends any Unix tool (a run stopped
+    # so resumes like any other)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     app()

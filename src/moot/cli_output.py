@@ -21,6 +21,18 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else many or word + 's'}"
 
 
+def joined_lines(parts: list[str], width: int, separator: str = " · ") -> list[str]:
+    """``parts`` joined by ``separator`` into lines of at most ``width`` characters, broken only between
+    parts (a part longer than a line gets a line of its own)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + len(separator) + len(part) <= width:
+            lines[-1] += separator + part
+        else:
+            lines.append(part)
+    return lines
+
+
 def console_width(piped: int) -> int | None:
     """The width a console should be given: None (the terminal's own, or ``COLUMNS`` when set) on a
     terminal or where ``COLUMNS`` says; ``piped`` columns for a pipe or a file (logs, CI)."""

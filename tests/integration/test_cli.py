@@ -24,7 +24,8 @@ def moot(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
 
 
 def test_run_prints_answers_per_round_final_and_totals(tiny_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = moot("run", "--protocol", "society", "--questions", "2", "--seed", "3", *SMALL, cwd=tmp_path)
+    wide = dict(os.environ, COLUMNS="200")  # every column of the totals (80 columns leave some out)
+    result = moot("run", "--protocol", "society", "--questions", "2", "--seed", "3", *SMALL, cwd=tmp_path, env=wide)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "society (2×2)" in out and "arithmetic (2 questions)" in out and "model qwen2.5-0.5b" in out
@@ -45,7 +46,7 @@ def test_run_prints_answers_per_round_final_and_totals(tiny_model, tmp_path: Pat
     assert "this session: model calls 8 · replayed from the store 0 · questions run 2, already stored 0" in out
     (store,) = (tmp_path / "runs").glob("society-arithmetic-*.sqlite")
 
-    again = moot("run", "--protocol", "society", "--questions", "2", "--seed", "3", *SMALL, cwd=tmp_path)
+    again = moot("run", "--protocol", "society", "--questions", "2", "--seed", "3", *SMALL, cwd=tmp_path, env=wide)
     assert again.returncode == 0, again.stderr
     assert f"resuming runs/{store.name}" in again.stdout
     assert "this session: model calls 0 · replayed from the store 0 · questions run 0, already stored 2" in again.stdout

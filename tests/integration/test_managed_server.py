@@ -119,10 +119,11 @@ def test_a_server_that_dies_mid_run_ends_its_questions_as_errors_and_the_rerun_f
     output = tmp_path / "run.sqlite"
     config = experiment(4, agents=2)
     killed: list[int] = []
+    others = server_pids()  # the session's shared llama-server, if another test started it
 
     def kill_after_first(unit: object, result: object) -> None:
         if not killed:
-            pids = server_pids()
+            pids = server_pids() - others
             assert len(pids) == 1
             (pid,) = pids
             os.kill(pid, signal.SIGKILL)

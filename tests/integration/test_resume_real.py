@@ -1,4 +1,4 @@
-"""Resume with the real 0.5B model: a `moot run` killed mid-run and rerun reproduces the
+"""Resume with the real 0.5B model on the in-process engine (exact seeds): a `moot run` killed mid-run and rerun reproduces the
 uninterrupted run's replies exactly (seeded sampling, calls replayed from the store)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ name = "arithmetic"
 count = 3
 
 [agent]
-backend = { kind = "local", model = "qwen2.5-0.5b", n_ctx = 4096 }
+backend = { kind = "llama-cpp", model = "qwen2.5-0.5b", n_ctx = 4096 }
 sampling = { temperature = 1.0, max_tokens = 48 }
 
 [[conditions]]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.backends.config import LocalBackendConfig
+from moot.backends.config import LlamaCppBackendConfig
 from moot.backends.factory import make_backend
 from moot.backends.local import LocalBackend
 from moot.calls import Caller
@@ -26,7 +26,7 @@ from moot.tasks.chess_tasks import ChessMoveTask
 pytestmark = pytest.mark.model
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "tasks"
-CONFIG = LocalBackendConfig(model=TEST_MODEL, n_ctx=4096)
+CONFIG = LlamaCppBackendConfig(model=TEST_MODEL, n_ctx=4096)
 SAMPLING = Sampling(temperature=0.0, max_tokens=96)
 
 # task -> local data file (None: offline data or generated)

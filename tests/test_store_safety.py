@@ -334,8 +334,10 @@ def test_two_runs_started_together_one_runs_one_is_refused(slow: tuple[Path, Pat
     assert results_of(store) == 8 and len(rows(store, "calls")) == 4 * 6  # no question run twice
 
 
-def test_ctrl_c_leaves_the_store_interrupted_and_free(slow: tuple[Path, Path]) -> None:
-    config, store = slow
+def test_ctrl_c_leaves_the_store_interrupted_and_free(tmp_path: Path) -> None:
+    config, store = tmp_path / "held.toml", tmp_path / "runs" / "held.sqlite"
+    # slower than `slow`: on a loaded machine the whole run must not end before the signal arrives
+    config.write_text(SLOW.format(count=8, delay=0.5))
     store.parent.mkdir()
     process = start(config, store)
     try:

@@ -32,6 +32,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -348,7 +349,7 @@ class LlamaServerBackend(OpenAIBackend):
             server_fields = NEUTRAL_SAMPLING | {"cache_prompt": True, "id_slot": slot}
             sample = await super()._sample(model, request, index, (extra or {}) | {"extra_body": server_fields})
             held = prompt + conversation([Message("assistant", sample.text)])
-            return sample
+            return replace(sample, endpoint=None)  # a port of this machine's child process says nothing
         except BackendError as exc:
             if (code := self.server.exited()) is not None:
                 reason = _reason(self.server.log_tail())

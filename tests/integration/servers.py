@@ -8,6 +8,8 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from moot.backends.llama_server import free_port, terminate
+
 SERVER_KEY_ENV = "MOOT_TEST_SERVER_KEY"
 SERVER_KEY = "test-key-not-a-secret"
 
@@ -44,21 +46,7 @@ def start_llama_server(model: Path, log: Path, threads: int) -> tuple[subprocess
         time.sleep(0.5)
 
 
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate a server this process started, killing it if it has not ended within 15 s."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+stop_server = terminate  # a server this process started: SIGTERM, then SIGKILL after 15 s
 
 
 # Faults in the reply's body: the server answers, but not with a chat completion (see FaultProxy).

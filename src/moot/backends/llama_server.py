@@ -184,16 +184,23 @@ class ManagedServer:
     def stop(self) -> None:
         """Terminate the server (killed if it has not ended within 15 s) and remove its log."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            terminate(proc)
         if self.log_path is not None:
             self.log_path.unlink(missing_ok=True)
             self.log_path = None
+
+
+def terminate(proc: subprocess.Popen[bytes]) -> None:
+    """End a process this one started: SIGTERM, then SIGKILL if it has not ended within 15 s."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _healthy(port: int) -> bool:

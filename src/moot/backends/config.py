@@ -240,6 +240,55 @@ class OpenAIBackendConfig(BackendSettings):
         return f"{self.model_name()} at {', '.join(redact(url) for url in self.base_urls) or None}"
 
 
+class HFBackendConfig(BackendSettings):
+    """A causal LM through transformers in-process, with an optional peft (LoRA) adapter (moot.backends.hf):
+    how moot debates with a model trained by `moot train`. One call at a time; needs ``moot[hf]``."""
+
+    kind: Literal["hf"] = "hf"
+    model: str | None = Field(
+        default=None,
+        description="a registered model name or GGUF file (dequantised), a Hugging Face model folder or hub id "
+        f"(default {DEFAULT_MODEL})",
+    )
+    adapter: str | None = Field(default=None, description="a peft adapter folder (e.g. `moot train`'s adapter)")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="auto", description="weights' dtype (auto: float32 on CPU, bfloat16 on a GPU that has it)"
+    )
+    device: str | None = Field(default=None, description="torch device, e.g. cpu or cuda:0 (default: cuda if any)")
+    n_threads: int | None = Field(default=None, ge=1, description="CPU threads of torch (default: torch's)")
+
+    @field_validator("adapter")
+    @classmethod
+    def _adapter_named(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an empty adapter path: give the adapter's folder, or leave adapter out")
+        return value
+
+    def build(self) -> Backend:
+        from pathlib import Path
+
+        from moot.backends.hf import HFBackend
+        from moot.hf import check_adapter, model_identity, require_libraries, resolve_source
+
+        require_libraries("torch", "transformers", *(("peft",) if self.adapter else ()))
+        adapter = None if self.adapter is None else check_adapter(self.adapter)
+        source = resolve_source(self.model_name())
+        return HFBackend(
+            self.model_name(),
+            model_id=model_identity(source, adapter),
+            adapter=None if adapter is None else Path(adapter),
+            dtype=self.dtype,
+            device=self.device,
+            n_threads=self.n_threads,
+        )
+
+    def model_name(self) -> str:
+        return self.model or DEFAULT_MODEL
+
+    def describe(self) -> str:
+        return self.model_name() + (f" + adapter {self.adapter}" if self.adapter else "")
+
+
 class ScriptedBackendConfig(BackendSettings):
     """Scripted replies, for tests and benchmarks of the runner (moot.backends.scripted)."""
 
@@ -264,6 +313,7 @@ BACKEND_KINDS: dict[str, type[BackendSettings]] = {
     "local": LocalBackendConfig,
     "llama-cpp": LlamaCppBackendConfig,
     "openai": OpenAIBackendConfig,
+    "hf": HFBackendConfig,
     "scripted": ScriptedBackendConfig,
 }
 
@@ -280,7 +330,7 @@ def _by_kind(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
 
 
 BackendConfig = Annotated[
-    LocalBackendConfig | LlamaCppBackendConfig | OpenAIBackendConfig | ScriptedBackendConfig,
+    LocalBackendConfig | LlamaCppBackendConfig | OpenAIBackendConfig | HFBackendConfig | ScriptedBackendConfig,
     Field(discriminator="kind"),
     WrapValidator(_by_kind),
 ]

@@ -12,17 +12,14 @@ log-probabilities, slower and larger) only once a request asks for them.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import queue
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
+from moot.backends.model_thread import ModelThread
 from moot.errors import BackendError, ConfigError
 from moot.seeds import derive_seed
 
@@ -54,9 +51,7 @@ class LocalBackend:
         self.n_threads = n_threads or os.cpu_count() or 1
         self._llm: Any = None
         self._logits_all = False
-        self._jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._serve, name="moot-llama", daemon=True)
-        self._thread.start()
+        self._worker = ModelThread("moot-llama", "llama-cpp", on_exit=self._drop_model)
 
     @property
     def model_id(self) -> str:
@@ -78,25 +73,12 @@ class LocalBackend:
         return await self._submit(lambda: self._generate(request))
 
     async def _submit(self, job: Callable[[], T]) -> T:
-        if not self._thread.is_alive():
-            raise BackendError("the llama-cpp backend is closed")
-        future: Future[T] = Future()
-        self._jobs.put((job, future))
-        return await asyncio.wrap_future(future)
+        return await self._worker.submit(job)
 
     async def aclose(self) -> None:
-        self._jobs.put(None)
-        await asyncio.to_thread(self._thread.join)
+        await self._worker.close()
 
-    def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            work, future = job
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(work())
-            except BaseException as exc:  # handed to the awaiting caller
-                future.set_exception(exc if isinstance(exc, Exception) else BackendError(repr(exc)))
+    def _drop_model(self) -> None:
         self._llm = None
 
     def _load(self, logits_all: bool) -> Any:

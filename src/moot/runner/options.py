@@ -25,7 +25,7 @@ from moot.runner.config import (
 )
 
 TIE_RULES = ("first", "random", "abstain")
-BACKENDS = ("local", "llama-cpp", "openai")
+BACKENDS = ("local", "llama-cpp", "openai", "hf")
 
 
 class AgentOptions(BaseModel):
@@ -37,8 +37,9 @@ class AgentOptions(BaseModel):
     agents: int | None = None
     rounds: int | None = None
     tie_rule: TieRule | None = None
-    backend: Literal["local", "llama-cpp", "openai"] | None = None
+    backend: Literal["local", "llama-cpp", "openai", "hf"] | None = None
     model: str | None = None
+    adapter: str | None = None  # hf: a peft adapter folder
     base_url: str | list[str] | None = None  # several: endpoints serving the same model
     api_key_env: str | None = None
     temperature: float | None = None
@@ -100,6 +101,7 @@ class AgentOptions(BaseModel):
         backend = {
             "kind": self.backend,
             "model": self.model,
+            "adapter": self.adapter,
             "base_url": self.base_url,
             "api_key_env": self.api_key_env,
             "n_threads": self.threads,

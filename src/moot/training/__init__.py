@@ -1,0 +1,1 @@
+"""Zhu et al.'s confidence training (appendix B): self-consistency targets, then GRPO + LoRA stages."""

@@ -357,6 +357,11 @@ def parse_experiment(data: dict[str, Any], source: str = "experiment", base: Pat
 
 def load_experiment(path: Path) -> ExperimentConfig:
     """Read and validate an experiment TOML file."""
+    return parse_experiment(read_toml(path), str(path), path.parent)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's table; an unreadable file, text that is not UTF-8 or malformed TOML is one ConfigError."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -374,4 +379,4 @@ def load_experiment(path: Path) -> ExperimentConfig:
         raise ConfigError(f"{path}: malformed TOML: arrays or tables nested too deeply") from None
     except ValueError as exc:  # an integer of more than 4,300 digits (Python's int conversion limit)
         raise ConfigError(f"{path}: malformed TOML: {str(exc).split(':')[0]}") from None
-    return parse_experiment(data, str(path), path.parent)
+    return data

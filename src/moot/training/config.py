@@ -11,17 +11,16 @@ names the file and the key (``targets.samples: ...``), as moot's experiment file
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from moot.backends.config import BackendConfig, LocalBackendConfig
-from moot.errors import ConfigError, MootError
+from moot.errors import MootError
 from moot.limits import MAX_AGENTS, MAX_ROUNDS, SEED_RANGE
 from moot.models import REGISTRY, unknown_model
-from moot.runner.config import _format_error
+from moot.runner.config import _format_error, read_toml
 from moot.training.types import GRPOSettings
 
 GENERATED = "generated"  # the split of a task that generates its questions (arithmetic, chess)
@@ -274,14 +273,4 @@ def parse_train_config(data: dict[str, Any], source: str = "training config") ->
 
 def load_train_config(path: Path) -> TrainConfig:
     """Read and validate a training TOML file."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
-        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
-    return parse_train_config(data, str(path))
+    return parse_train_config(read_toml(path), str(path))

@@ -107,7 +107,8 @@ def test_heterogeneous_agents_fall_back_to_the_experiment_defaults() -> None:
 
 
 def test_examples_are_valid() -> None:
-    examples = sorted(Path(__file__).parent.parent.joinpath("examples").glob("*.toml"))
-    assert examples
+    folder = Path(__file__).parent.parent.joinpath("examples")
+    examples = sorted([*folder.glob("*.toml"), *folder.glob("replicate/*.toml")])
+    assert len(examples) >= 10
     for path in examples:
         resolve(load_experiment(path))

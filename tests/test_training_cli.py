@@ -236,3 +236,24 @@ def test_a_bad_evaluation_backend_option_is_named(tmp_path: Path) -> None:
     config = load_train_config(path)
     with pytest.raises(ConfigError, match=r"^evaluation.backend: dtyp: unknown key"):
         pipeline.evaluation_backend(config, None)
+
+
+def test_grpo_progress_prints_a_line_per_step_when_piped() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from moot.training.grpo import RewardProgress
+
+    out = io.StringIO()
+    bar = RewardProgress(["correctness", "calibration"], Console(file=out, force_terminal=False, width=80))
+    state = SimpleNamespace(log_history=[], max_steps=4, global_step=0)
+    bar.begin(state)
+    state.global_step = 1
+    state.log_history.append({"step": 1, "reward": 0.5})
+    bar.log(state, {"reward": 0.5, "rewards/correctness/mean": 0.25, "rewards/calibration/mean": -0.125})
+    bar.stop()
+    (line,) = out.getvalue().splitlines()
+    assert line.startswith("GRPO step 1/4  reward 0.500  correctness 0.250  calibration -0.125  ")
+    assert line.endswith(" s")

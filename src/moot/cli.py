@@ -13,8 +13,9 @@ from rich.table import Table
 from moot import __version__
 from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import report as _report
+from moot.analysis.cli import results as _results
 from moot.cli_output import fit_table, joined_lines, make_console, plural
-from moot.cli_support import reports_errors, shared_options
+from moot.cli_support import reflow_help, reports_errors, shared_options
 from moot.errors import MootError
 from moot.theory.cli import theory_app
 from moot.training.cli import train_app
@@ -30,6 +31,7 @@ models_app = typer.Typer(help="List and prepare the embedded local models.", no_
 app.add_typer(models_app, name="models")
 app.command("report")(_report)
 app.command("compare")(_compare)
+app.command("results")(_results)
 app.add_typer(theory_app, name="theory")
 app.add_typer(train_app, name="train")
 
@@ -721,6 +723,9 @@ def main_options(
     ] = False,
 ) -> None:
     """Multi-agent debate with language models."""
+
+
+reflow_help(app)
 
 
 def main() -> None:

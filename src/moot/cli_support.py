@@ -60,3 +60,26 @@ def shared_options(options: dict[str, Any]) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def _reflowed(text: str) -> str:
+    """A docstring's paragraphs with their single line breaks joined, so that the terminal wraps them (typer
+    keeps a docstring's line breaks after its first paragraph); a paragraph of list items or indented lines
+    keeps its lines."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    out = []
+    for p in paragraphs:
+        lines = p.split("\n")
+        listed = any(line[:1].isspace() or line.lstrip().startswith(("-", "*", "\b")) for line in lines)
+        out.append(p if listed else " ".join(line.strip() for line in lines))
+    return "\n\n".join(out)
+
+
+def reflow_help(app: typer.Typer) -> None:
+    """Give every command of ``app`` (and of its groups) its docstring reflowed as its help text."""
+    for command in app.registered_commands:
+        if command.help is None and command.callback is not None and command.callback.__doc__:
+            command.help = _reflowed(command.callback.__doc__)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)

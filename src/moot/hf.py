@@ -198,10 +198,11 @@ def load_base_model(source: ModelSource, *, dtype: Dtype = "auto", device: str |
         raise ConfigError(_cannot_load("", source, exc)) from None
     if source.gguf_file:
         # The weights are dequantised into plain tensors; transformers still marks the model as quantized
-        # by "gguf", which only stops it being saved (a folder, a full checkpoint). Unmark it.
-        model.hf_quantizer = None
-        if getattr(model.config, "quantization_config", None) is not None:
-            del model.config.quantization_config
+        # by "gguf", which stops it being saved (a folder, a full checkpoint) and trained (the Trainer
+        # refuses a quantized model). Unmark it the library's way.
+        quantizer = getattr(model, "hf_quantizer", None)
+        if quantizer is not None:
+            quantizer.remove_quantization_config(model)
     return model.to(where)
 
 

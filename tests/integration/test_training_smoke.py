@@ -66,7 +66,12 @@ class Short:
 @pytest.fixture(scope="module")
 def hf_folder(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The 0.5B model as a Hugging Face folder (float32 safetensors and tokenizer.json)."""
+    from transformers.trainer_utils import validate_quantization_for_training
+
     loaded = load_model(TEST_MODEL)
+    # the GGUF is dequantised into plain tensors and unmarked: transformers' Trainer takes it as it is
+    assert not loaded.model.is_quantized and getattr(loaded.model, "hf_quantizer", None) is None
+    validate_quantization_for_training(loaded.model)
     folder = tmp_path_factory.mktemp("qwen2.5-0.5b-hf")
     loaded.model.save_pretrained(folder)
     loaded.tokenizer.save_pretrained(folder)

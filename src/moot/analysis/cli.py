@@ -1,7 +1,7 @@
-"""``moot report`` and ``moot compare``: thin commands over ``moot.analysis``.
+"""``moot report``, ``moot compare`` and ``moot results``: thin commands over ``moot.analysis``.
 
-Mounted on the main app with ``app.command("report")(report)`` and ``app.command("compare")(compare)``;
-``app`` here is a standalone Typer app with the same two commands (for tests and ``python -m``).
+Mounted on the main app with ``app.command("report")(report)`` and so on; ``app`` here is a standalone
+Typer app with the same commands (for tests and ``python -m``).
 """
 
 from __future__ import annotations
@@ -134,8 +134,39 @@ def compare(
     print_comparison(compare_conditions(run, a, b, task=task, seed=seed, resamples=resamples), _console())
 
 
+@reports_errors
+def results(
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Write nothing; fail (exit 1) if docs/results.md or a summary is out of date."),
+    ] = False,
+) -> None:
+    """Regenerate docs/results.md, the replications: papers' figures beside moot's stored runs.
+
+    Run from the repository root. Summarises each store runs/replicate/NAME.sqlite (the output of
+    examples/replicate/NAME.toml) into docs/results/NAME.csv and NAME.json, then writes docs/results.md
+    from those summaries and docs/results/papers.toml (the papers' figures). Stores are read, never written.
+    """
+    from moot.analysis.results import check as check_results
+    from moot.analysis.results import update
+
+    console = _console()
+    if check:
+        problems = check_results()
+        for line in problems:
+            console.print(f"out of date: {line}", markup=False, highlight=False)
+        if problems:
+            console.print("run `moot results` to regenerate", markup=False, highlight=False)
+            raise typer.Exit(1)
+        console.print("docs/results.md agrees with its summaries", markup=False, highlight=False)
+        return
+    for path in update():
+        console.print(f"wrote {path}", markup=False, highlight=False)
+
+
 app.command("report")(report)
 app.command("compare")(compare)
+app.command("results")(results)
 
 
 def main() -> None:

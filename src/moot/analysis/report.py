@@ -925,7 +925,7 @@ def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = sta
             t = transcripts[i]
             transcripts[i] = with_diversity(t, diversities.values.get(t.result_key), diversities.measure)
         names = list(dict.fromkeys([*conditions, *(t.condition for t in transcripts)]))
-        paid = usage(store.iter_calls(), used, meta.config.prices, lambda condition, task: (condition, task))
+        paid = usage(store.iter_calls(), used, meta.config.prices, lambda unit: (unit[0], unit[1]))
         tasks = list(dict.fromkeys(t.task for t in transcripts))
         by_task: dict[str, list[Transcript]] = {task: [] for task in tasks}
         for t in transcripts:

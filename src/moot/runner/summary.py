@@ -105,9 +105,9 @@ def usage(
     calls: Iterable[StoredCall],
     results: Iterable[StoredResult | UsedCalls],
     prices: Mapping[str, Price],
-    by: Callable[[str, str], K],
+    by: Callable[[Unit], K],
 ) -> dict[K, Usage]:
-    """Paid and used calls and tokens grouped by ``by(condition, task)``, priced by model name (US dollars
+    """Paid and used calls and tokens grouped by ``by((condition, task, question id, seed))``, priced by model name (US dollars
     per million tokens). A group with a call whose model has no price has cost None. ``results``: the
     stored results, or their ``used_calls`` (what a report streaming a large store keeps).
 
@@ -118,7 +118,8 @@ def usage(
     out: dict[K, Usage] = {}
     paid: dict[Unit, tuple[int, int, int]] = {}
     for c in calls:
-        key = by(c.condition, c.task)
+        unit = (c.condition, c.task, c.question_id, c.seed)
+        key = by(unit)
         u = out.get(key, Usage())
         price = prices.get(c.model_name)
         cost = None
@@ -133,7 +134,6 @@ def usage(
             cost=cost,
             unpriced=u.unpriced if price is not None else u.unpriced | {c.model_name},
         )
-        unit = (c.condition, c.task, c.question_id, c.seed)
         n, p, q = paid.get(unit, (0, 0, 0))
         paid[unit] = (n + 1, p + c.prompt_tokens, q + c.completion_tokens)
     used: dict[Unit, tuple[int, int, int]] = {}
@@ -143,7 +143,7 @@ def usage(
     for unit in dict.fromkeys([*used, *paid]):
         recorded, made = used.get(unit, (0, 0, 0)), paid.get(unit, (0, 0, 0))
         n, p, q = (max(a, b) for a, b in zip(recorded, made))
-        key = by(unit[0], unit[1])
+        key = by(unit)
         u = out.get(key, Usage())
         out[key] = replace(
             u,
@@ -216,8 +216,8 @@ def summarize(store: RunStore) -> tuple[list[ConditionSummary], ConditionSummary
     prices = store.run_meta().config.prices
     results = store.results()
     calls = store.calls()
-    per_condition = usage(calls, results, prices, lambda condition, task: condition)
-    total = usage(calls, results, prices, lambda condition, task: None).get(None, Usage())
+    per_condition = usage(calls, results, prices, lambda unit: unit[0])
+    total = usage(calls, results, prices, lambda unit: None).get(None, Usage())
     return (
         [_summary(n, [r for r in results if r.condition == n], per_condition.get(n, Usage()), asked) for n in names],
         _summary("total", results, total, asked),

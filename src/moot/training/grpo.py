@@ -312,7 +312,8 @@ def _quiet() -> Iterator[None]:
 
 
 class RewardProgress:
-    """A rich progress bar over the optimizer steps: step/total, mean reward and each part, time left.
+    """A rich progress bar over the optimizer steps: step/total, mean reward and each part, time left; on a
+    console that is not a terminal (a pipe, a log file), one line per logged step instead, as it happens.
 
     Also stamps each logged step with the seconds trained so far (over resumed sessions too), and has
     the reward curve written at every checkpoint, so a killed stage leaves its curve up to there.
@@ -323,13 +324,15 @@ class RewardProgress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.names = tuple(names)
+        self.console = console or Console(stderr=True)
         self.progress = Progress(
             TextColumn("GRPO"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[rewards]}"),
             TimeRemainingColumn(),
-            console=console or Console(stderr=True),
+            console=self.console,
+            disable=not self.console.is_terminal,
         )
         self.task: Any = None
         self.start = time.perf_counter()
@@ -355,6 +358,16 @@ class RewardProgress:
         parts = "  ".join(f"{n} {logs.get(f'rewards/{n}/mean', float('nan')):.3f}" for n in self.names)
         if self.task is not None:
             self.progress.update(self.task, rewards=f"reward {logs['reward']:.3f}  {parts}")
+        if not self.console.is_terminal:
+            seconds = self.offset + time.perf_counter() - self.start
+            self.console.print(
+                f"GRPO step {state.global_step}/{state.max_steps}  reward {logs['reward']:.3f}  {parts}  "
+                f"{seconds:.0f} s",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+            self.console.file.flush()
 
     def saved(self, state: Any) -> None:
         if self.curve is not None:

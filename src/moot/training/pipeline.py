@@ -220,6 +220,14 @@ def run_stage(
             )
     folder.mkdir(exist_ok=True)
     recorded.write_text(json.dumps(inputs, indent=1), encoding="utf-8")
+    if console is not None:
+        console.print(
+            f"stage {stage}: {settings.steps} GRPO steps on {len(examples)} examples, {config.model} through "
+            "transformers (loading it takes a minute on a CPU)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     train = trainer or default_trainer()
     result = train(
         model=config.model,

@@ -1,0 +1,258 @@
+"""The replications document (``moot results``): summaries of real stores give the figures ``moot report``
+gives, the document renders hand-checked numbers, refuses to overwrite what moot did not write, and the
+repository's own docs/results.md agrees with the summaries it ships."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from moot.analysis import build_report
+from moot.analysis.results import (
+    DOCUMENT,
+    MARKER,
+    RESAMPLES,
+    Comparison,
+    Paper,
+    Papers,
+    Paths,
+    ResultRow,
+    check,
+    compare,
+    condition_figures,
+    read_summary,
+    render,
+    rows_csv,
+    summarise,
+    update,
+)
+from moot.analysis.stats import compare_paired, wilson
+from moot.cli import app
+from moot.errors import ConfigError
+from tests.fixtures.analysis_run import make_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("results") / "seeded.sqlite", questions=6, seeds=[0, 1, 2])
+
+
+@pytest.fixture(scope="module")
+def single_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("results") / "one.sqlite", questions=10)
+
+
+@pytest.mark.parametrize("which", ["single_seed", "seeded"])
+def test_summary_figures_are_the_reports(which: str, request: pytest.FixtureRequest) -> None:
+    store: Path = request.getfixturevalue(which)
+    facts, rows = summarise(store)
+    report = build_report(store, resamples=RESAMPLES)
+    (task,) = report.tasks
+    assert facts.conditions == ("single", "vote", "society") and facts.status == "complete"
+    assert len(rows) == facts.planned == task.units * 3
+    for c in task.conditions:
+        mine = [r for r in rows if r.condition == c.name]
+        figures = condition_figures(c.name, mine)
+        assert figures.accuracy == c.accuracy
+        assert figures.paid_calls == c.usage.calls
+        assert sum(r.calls for r in mine) == c.usage.used_calls
+        assert sum(r.prompt_tokens for r in mine) == c.usage.used_prompt_tokens
+        assert sum(r.paid_completion_tokens for r in mine) == c.usage.completion_tokens
+    for p in task.pairs:
+        a = [r for r in rows if r.condition == p.a]
+        b = [r for r in rows if r.condition == p.b]
+        assert compare(a, b) == p.accuracy
+
+
+def test_summary_files_read_back_as_written(single_seed: Path, tmp_path: Path) -> None:
+    facts, rows = summarise(single_seed)
+    (tmp_path / "x.csv").write_text(rows_csv(rows), encoding="utf-8")
+    (tmp_path / "x.json").write_text(facts.model_dump_json(), encoding="utf-8")
+    assert read_summary(tmp_path, "x") == (facts, rows)
+    assert read_summary(tmp_path, "missing") is None
+    (tmp_path / "x.csv").write_text("condition,task\nsingle,arithmetic\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="columns"):
+        read_summary(tmp_path, "x")
+
+
+def _row(condition: str, q: int, correct: bool, seed: int = 0) -> ResultRow:
+    return ResultRow(
+        condition=condition, task="arithmetic", question_id=f"q{q}", seed=seed, status="answered",
+        correct=correct, rounds_used=1, calls=3, prompt_tokens=100, completion_tokens=50,
+        paid_calls=3 if condition == "a" else 0, paid_prompt_tokens=100, paid_completion_tokens=50,
+    )  # fmt: skip
+
+
+def test_hand_checked_figures_in_the_document() -> None:
+    # A right on 7 of 10, B on 4: A only on q0-q3, B only on q9; McNemar exact p = 2 * (1 + 5) / 32 = 0.375.
+    a = [_row("a", q, q < 7) for q in range(10)]
+    b = [_row("b", q, q in (4, 5, 6, 9)) for q in range(10)]
+    assert condition_figures("a", a).accuracy == wilson(7, 10)
+    paired = compare(a, b)
+    assert (paired.a_only, paired.b_only, paired.mcnemar_p) == (4, 1, 0.375)
+    assert paired == compare_paired([q < 7 for q in range(10)], [q in (4, 5, 6, 9) for q in range(10)])
+    paper = Paper.model_validate(
+        {
+            "file": "toy",
+            "title": "Toy et al.",
+            "baseline": "b",
+            "figure": [
+                {"task": "arithmetic", "condition": "a", "accuracy": 0.8, "where": "Table 1"},
+                {"task": "arithmetic", "condition": "b", "accuracy": 0.6, "where": "Table 1"},
+            ],
+        }
+    )
+    from moot.analysis.results import RunFacts
+
+    facts = RunFacts(
+        name="toy", store="runs/replicate/toy.sqlite", status="complete", moot_version="0.1.0", fingerprint="f",
+        wall_s=600.0, sessions=1, models=("qwen2.5-1.5b",), planned=20, conditions=("a", "b"),
+    )  # fmt: skip
+    text = render(Papers(paper=(paper,)), {"toy": (facts, a + b)})
+    assert text.startswith(MARKER)
+    # Wilson 7/10: [0.3968, 0.8922]; 4/10: [0.1682, 0.6873]
+    assert "| a | 80.0% | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 |" in text
+    assert "| b | 60.0% | 40.0% [16.8, 68.7] | 3.0 | 150 | 0 | 0 |" in text
+    # paper +20 points, moot +30 with exact p 0.375 (one comparison: Holm leaves it)
+    line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
+    assert line.startswith("| a − b | +20.0 | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 | direction only |")
+    assert "complete; model qwen2.5-1.5b; wall time 10 min over 1 session" in text
+
+
+@pytest.mark.parametrize(
+    ("paper", "moot", "p", "verdict"),
+    [
+        (0.1, 0.2, 0.01, "yes"),
+        (0.1, 0.2, 0.2, "direction only"),
+        (-0.1, -0.05, 0.04, "yes"),
+        (0.1, -0.2, 0.01, "no, reversed"),
+        (0.1, 0.0, 1.0, "no, no difference"),
+        (None, 0.2, 0.01, "—"),
+    ],
+)
+def test_verdict(paper: float | None, moot: float, p: float, verdict: str) -> None:
+    a = [_row("a", 0, True)]
+    paired = compare(a, [_row("b", 0, False)])
+    from dataclasses import replace
+
+    assert Comparison("a", "b", replace(paired, difference=moot), p, paper).verdict == verdict
+
+
+PAPERS = """\
+[[paper]]
+file = "toy"
+title = "Toy et al. 2024"
+setting = "a big model, 3 agents"
+baseline = "single"
+notes = "Small models debate less well."
+
+[[paper.figure]]
+task = "arithmetic"
+condition = "single"
+accuracy = 0.5
+where = "Table 1"
+
+[[paper.figure]]
+task = "arithmetic"
+condition = "society"
+accuracy = 0.7
+where = "Table 1"
+note = "read off Figure 2"
+
+[[paper]]
+file = "later"
+title = "Later et al."
+"""
+
+
+def _paths(tmp_path: Path) -> Paths:
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "runs" / "replicate").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "papers.toml").write_text(PAPERS, encoding="utf-8")
+    return Paths(
+        papers=tmp_path / "docs/results/papers.toml",
+        summaries=tmp_path / "docs/results",
+        stores=tmp_path / "runs/replicate",
+        document=tmp_path / "docs/results.md",
+    )
+
+
+def test_update_then_check_from_stores_and_from_summaries_alone(single_seed: Path, tmp_path: Path) -> None:
+    paths = _paths(tmp_path)
+    shutil.copy(single_seed, paths.stores / "toy.sqlite")
+    before = (paths.stores / "toy.sqlite").read_bytes()
+    written = update(paths)
+    assert [p.name for p in written] == ["toy.json", "toy.csv", "results.md"]
+    assert (paths.stores / "toy.sqlite").read_bytes() == before  # the store is read, never written
+    assert check(paths) == []
+    text = paths.document.read_text(encoding="utf-8")
+    assert "## Toy et al. 2024" in text and "## Later et al." in text and "Not run yet" in text
+    assert "The paper's setting: a big model, 3 agents." in text and "Small models debate less well." in text
+    assert "- society: read off Figure 2" in text and "| vote | — |" in text
+    # without the stores (a fresh clone): the document is checked against the summaries it ships
+    (paths.stores / "toy.sqlite").unlink()
+    assert check(paths) == []
+    paths.document.write_text(text.replace("Toy et al. 2024", "Toy et al. 2025"), encoding="utf-8")
+    assert check(paths) == [f"{paths.document} differs from the summaries in {paths.summaries}"]
+    assert update(paths) == [paths.document] and check(paths) == []
+
+
+def test_a_stale_summary_is_out_of_date(single_seed: Path, seeded: Path, tmp_path: Path) -> None:
+    paths = _paths(tmp_path)
+    shutil.copy(single_seed, paths.stores / "toy.sqlite")
+    update(paths)
+    shutil.copy(seeded, paths.stores / "toy.sqlite")  # the run went on
+    problems = check(paths)
+    assert f"{paths.summaries / 'toy.csv'} differs from {paths.stores / 'toy'}.sqlite" in problems
+
+
+def test_files_moot_did_not_write_are_not_replaced(single_seed: Path, tmp_path: Path) -> None:
+    paths = _paths(tmp_path)
+    paths.document.write_text("# my notes\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="moot did not write it"):
+        update(paths)
+    assert paths.document.read_text(encoding="utf-8") == "# my notes\n"
+    paths.document.unlink()
+    shutil.copy(single_seed, paths.stores / "toy.sqlite")
+    (paths.summaries / "toy.csv").write_text("a spreadsheet of mine\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="moot did not write it"):
+        update(paths)
+
+
+def test_a_bad_papers_file_is_one_clear_error(tmp_path: Path) -> None:
+    paths = _paths(tmp_path)
+    paths.papers.write_text('[[paper]]\nfile = "x"\ntitle = "X"\n[[paper.figure]]\ntask = "a"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"papers.toml: paper.0.figure.0.condition: Field required"):
+        update(paths)
+
+
+def test_the_repository_document_matches_its_summaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/results.md is what `moot results` makes from docs/results/ (and from runs/replicate/ where the
+    stores are here): `moot results --check` passes."""
+    monkeypatch.chdir(ROOT)
+    assert (ROOT / DOCUMENT).exists()
+    result = CliRunner().invoke(app, ["results", "--check"])
+    assert result.exit_code == 0, result.output
+    assert "agrees with its summaries" in result.output
+
+
+def test_every_paper_names_a_replication_file_and_its_conditions() -> None:
+    from moot.analysis.results import EXPERIMENTS, read_papers
+    from moot.runner.config import load_experiment
+
+    papers = read_papers(ROOT / "docs/results/papers.toml")
+    files = sorted(p.stem for p in (ROOT / EXPERIMENTS).glob("*.toml"))
+    assert sorted(p.file for p in papers.paper) == files == ["across", "dar", "du", "stopping", "zhu"]
+    for paper in papers.paper:
+        experiment = load_experiment(ROOT / EXPERIMENTS / f"{paper.file}.toml")
+        assert experiment.name == paper.file and str(experiment.output) == f"runs/replicate/{paper.file}.sqlite"
+        conditions = {c.name for c in experiment.conditions}
+        tasks = {t.name for t in experiment.tasks}
+        assert paper.baseline in conditions
+        for f in paper.figure:
+            assert f.condition in conditions and f.task in tasks, f

@@ -123,7 +123,8 @@ def read_papers(path: Path = PAPERS) -> Papers:
 
 # -- summaries ---------------------------------------------------------------------------------
 def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
-    """A run store's facts and one row per stored result (the store is read, never written)."""
+    """A run store's facts and one row per stored result, in the store's order (the order ``moot report``
+    reads them in, so that its bootstrap resamples the questions alike; the store is read, never written)."""
     from moot.runner.store import RunStore
     from moot.runner.summary import usage, used_calls
 
@@ -167,14 +168,6 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
         )
     finally:
         store.close()
-    rows.sort(
-        key=lambda x: (
-            facts.conditions.index(x.condition) if x.condition in facts.conditions else 1 << 30,
-            x.task,
-            x.question_id,
-            x.seed,
-        )
-    )
     return facts, rows
 
 

@@ -254,9 +254,11 @@ def _reason(exc: Exception) -> str:
 
 
 def _quietly(load: Any) -> Any:
-    """Run ``load`` with transformers' and hub's progress bars and info logs off (a terminal stays moot's);
+    """Run ``load`` with transformers' and hub's progress bars and info logs off (a terminal stays moot's),
+    and the libraries' deprecation notices to each other (peft's use of a renamed transformers method) unsaid;
     the GGUF converter's own tqdm bar, which ignores transformers' switch, is turned off for the call."""
     import functools
+    import warnings
 
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
     from transformers.utils import logging as hf_logging
@@ -268,7 +270,10 @@ def _quietly(load: Any) -> Any:
     hf_logging.disable_progress_bar()
     gguf_utils.tqdm = functools.partial(converter_bar, disable=True)
     try:
-        return load()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return load()
     finally:
         gguf_utils.tqdm = converter_bar
         hf_logging.set_verbosity(verbosity)

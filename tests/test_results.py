@@ -31,7 +31,7 @@ from moot.analysis.results import (
 )
 from moot.analysis.stats import compare_paired, wilson
 from moot.cli import app
-from moot.errors import ConfigError
+from moot.errors import ConfigError, MootError
 from tests.fixtures.analysis_run import make_run
 from tests.helpers import query
 
@@ -179,12 +179,14 @@ title = "Later et al."
 def _paths(tmp_path: Path) -> Paths:
     (tmp_path / "docs" / "results").mkdir(parents=True)
     (tmp_path / "runs" / "replicate").mkdir(parents=True)
+    (tmp_path / "examples" / "replicate").mkdir(parents=True)
     (tmp_path / "docs" / "results" / "papers.toml").write_text(PAPERS, encoding="utf-8")
     return Paths(
         papers=tmp_path / "docs/results/papers.toml",
         summaries=tmp_path / "docs/results",
         stores=tmp_path / "runs/replicate",
         document=tmp_path / "docs/results.md",
+        experiments=tmp_path / "examples/replicate",
     )
 
 
@@ -262,3 +264,18 @@ def test_every_paper_names_a_replication_file_and_its_conditions() -> None:
         assert paper.baseline in conditions
         for f in paper.figure:
             assert f.condition in conditions and f.task in tasks, f
+
+
+def test_a_store_from_another_version_of_its_file_is_refused(tmp_path: Path) -> None:
+    """The store must be the run of the experiment file the document links: the same file's store is
+    summarised, a store made before the file changed is one clear error."""
+    paths = _paths(tmp_path)
+    smoke = (ROOT / "examples/scripted-smoke.toml").read_text(encoding="utf-8")
+    experiment = paths.experiments / "toy.toml"
+    experiment.write_text(smoke, encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(experiment), "--output", str(paths.stores / "toy.sqlite")])
+    assert result.exit_code == 0, result.output
+    assert update(paths)[-1] == paths.document and check(paths) == []
+    experiment.write_text(smoke.replace("count = 4", "count = 5"), encoding="utf-8")
+    with pytest.raises(MootError, match=r"toy.sqlite holds another experiment than .*toy.toml describes now"):
+        check(paths)

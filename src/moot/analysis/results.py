@@ -474,6 +474,20 @@ class Paths:
     summaries: Path = SUMMARIES
     stores: Path = STORES
     document: Path = DOCUMENT
+    experiments: Path = EXPERIMENTS
+
+
+def _same_experiment(file: Path, facts: RunFacts) -> None:
+    """Refuse a store made from another version of its experiment file: the document links the file, so
+    its figures must be that file's."""
+    from moot.runner.config import fingerprint_hash, load_experiment, resolve, results_fingerprint
+
+    config = load_experiment(file)
+    if fingerprint_hash(results_fingerprint(config, resolve(config))) != facts.fingerprint:
+        raise MootError(
+            f"{facts.store} holds another experiment than {file} describes now (the file was changed after the "
+            "run); rerun the file into a new store, or restore the file"
+        )
 
 
 def fresh_summaries(papers: Papers, paths: Paths) -> dict[str, tuple[str, str]]:
@@ -486,6 +500,9 @@ def fresh_summaries(papers: Papers, paths: Paths) -> dict[str, tuple[str, str]]:
                 facts, rows = summarise(store)
             except MootError as exc:
                 raise MootError(f"{store}: {exc}") from None
+            experiment = paths.experiments / f"{p.file}.toml"
+            if experiment.exists():
+                _same_experiment(experiment, facts)
             out[p.file] = (facts_json(facts), rows_csv(rows))
     return out
 

@@ -122,8 +122,8 @@ def test_hand_checked_figures_in_the_document() -> None:
     text = render(Papers(paper=(paper,)), {"toy": (facts, a + b)})
     assert text.startswith(MARKER)
     # Wilson 7/10: [0.3968, 0.8922]; 4/10: [0.1682, 0.6873]
-    assert "| a | 80.0% | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 |" in text
-    assert "| b | 60.0% | 40.0% [16.8, 68.7] | 3.0 | 150 | 0 | 0 |" in text
+    assert "| a | 10 | 80.0% | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 |" in text
+    assert "| b | 10 | 60.0% | 40.0% [16.8, 68.7] | 3.0 | 150 | 0 | 0 |" in text
     # paper +20 points, moot +30 with exact p 0.375 (one comparison: Holm leaves it)
     line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
     assert line.startswith("| a − b | +20.0 | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 | direction only |")
@@ -201,7 +201,7 @@ def test_update_then_check_from_stores_and_from_summaries_alone(single_seed: Pat
     text = paths.document.read_text(encoding="utf-8")
     assert "## Toy et al. 2024" in text and "## Later et al." in text and "Not run yet" in text
     assert "The paper's setting: a big model, 3 agents." in text and "Small models debate less well." in text
-    assert "- society: read off Figure 2" in text and "| vote | — |" in text
+    assert "- society: read off Figure 2" in text and "| vote | 12 | — |" in text
     # without the stores (a fresh clone): the document is checked against the summaries it ships
     (paths.stores / "toy.sqlite").unlink()
     assert check(paths) == []

@@ -342,6 +342,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
     paper_accuracy = {f.condition: f for f in paper.figure if f.task == t.task}
     header = [
         "condition",
+        "n",
         "paper",
         "moot, 95% CI",
         *(["seeds, mean ± sd"] if seeds > 1 else []),
@@ -356,6 +357,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
         body.append(
             [
                 c.name,
+                str(c.questions),
                 DASH if f is None else percent(f.accuracy),
                 _accuracy(c.accuracy),
                 *([f"{percent(c.seeds.mean)} ± {fixed(100 * c.seeds.std, 1)}"] if seeds > 1 else []),
@@ -365,7 +367,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 str(c.errors),
             ]
         )
-    lines += _table(header, body, [False, True, True, *([True] if seeds > 1 else []), True, True, True, True])
+    lines += _table(header, body, [False, True, True, True, *([True] if seeds > 1 else []), True, True, True, True])
     if seeds > 1:
         lines += [
             "",

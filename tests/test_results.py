@@ -279,3 +279,18 @@ def test_a_store_from_another_version_of_its_file_is_refused(tmp_path: Path) -> 
     experiment.write_text(smoke.replace("count = 4", "count = 5"), encoding="utf-8")
     with pytest.raises(MootError, match=r"toy.sqlite holds another experiment than .*toy.toml describes now"):
         check(paths)
+
+
+def test_a_session_killed_outright_counts_up_to_its_last_call(single_seed: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    store = tmp_path / "killed.sqlite"
+    shutil.copy(single_seed, store)
+    db = sqlite3.connect(store)
+    with db:  # as a kill -9 leaves it: the session never recorded its end
+        db.execute("UPDATE sessions SET finished_at = NULL, status = 'running'")
+    (started,) = db.execute("SELECT started_at FROM sessions").fetchone()
+    (last,) = db.execute("SELECT MAX(created_at) FROM calls").fetchone()
+    db.close()
+    facts, _ = summarise(store)
+    assert facts.sessions == 1 and facts.wall_s == round(last - started, 1) and last > started

@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -29,6 +30,9 @@ from moot.analysis import stats
 from moot.analysis.formatting import DASH, fixed, p_value, percent
 from moot.errors import ConfigError, MootError
 from moot.outputs import check_output, write_output
+
+if TYPE_CHECKING:
+    from moot.runner.records import Session
 
 PAPERS = Path("docs/results/papers.toml")
 SUMMARIES = Path("docs/results")
@@ -132,7 +136,12 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
     try:
         meta = store.run_meta()
         results = list(store.iter_results())
-        models = sorted({c.model_name for c in store.iter_calls()})
+        models: set[str] = set()
+        last_call: dict[int, float] = {}  # per session, when its last stored call was made
+        for c in store.iter_calls():
+            models.add(c.model_name)
+            last_call[c.session] = max(last_call.get(c.session, 0.0), c.created_at)
+        sessions = store.sessions()
         per_unit = usage(store.iter_calls(), [used_calls(r) for r in results], {}, lambda unit: unit)
         rows = []
         for r in results:
@@ -160,15 +169,22 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
             status=meta.status,
             moot_version=meta.moot_version,
             fingerprint=meta.fingerprint_hash,
-            wall_s=round(float(sum(s.wall_s for s in store.sessions())), 1),
-            sessions=len(store.sessions()),
-            models=tuple(models),
+            wall_s=round(sum(_session_wall(s, last_call) for s in sessions), 1),
+            sessions=len(sessions),
+            models=tuple(sorted(models)),
             planned=meta.config.planned_units(),
             conditions=tuple(c.name for c in meta.config.conditions),
         )
     finally:
         store.close()
     return facts, rows
+
+
+def _session_wall(session: Session, last_call: Mapping[int, float]) -> float:
+    """A session's seconds; one killed outright (no end recorded) counts up to its last stored call."""
+    if session.finished_at is not None:
+        return session.wall_s
+    return max(0.0, last_call.get(session.id, session.started_at) - session.started_at)
 
 
 def rows_csv(rows: Iterable[ResultRow]) -> str:

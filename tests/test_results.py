@@ -235,7 +235,7 @@ def test_files_moot_did_not_write_are_not_replaced(single_seed: Path, tmp_path: 
 def test_a_bad_papers_file_is_one_clear_error(tmp_path: Path) -> None:
     paths = _paths(tmp_path)
     paths.papers.write_text('[[paper]]\nfile = "x"\ntitle = "X"\n[[paper.figure]]\ntask = "a"\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"papers.toml: paper.0.figure.0.condition: Field required"):
+    with pytest.raises(ConfigError, match=r"papers.toml: paper.0.figure.0.condition: required key is missing"):
         update(paths)
 
 

@@ -112,13 +112,12 @@ COLUMNS = tuple(ResultRow.model_fields)
 
 
 def read_papers(path: Path = PAPERS) -> Papers:
-    from moot.runner.config import read_toml
+    from moot.runner.config import _format_error, read_toml
 
     try:
         papers = Papers.model_validate(read_toml(path))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
-        raise ConfigError(f"{path}: {problems}") from None
+        raise _format_error(exc, str(path)) from None
     files = [p.file for p in papers.paper]
     if len(set(files)) != len(files):
         raise ConfigError(f"{path}: a replication file is named twice")
@@ -138,11 +137,12 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
         results = list(store.iter_results())
         models: set[str] = set()
         last_call: dict[int, float] = {}  # per session, when its last stored call was made
-        for c in store.iter_calls():
+        calls = list(store.iter_calls())  # read once: the models, the sessions' last calls and the usage
+        for c in calls:
             models.add(c.model_name)
             last_call[c.session] = max(last_call.get(c.session, 0.0), c.created_at)
         sessions = store.sessions()
-        per_unit = usage(store.iter_calls(), [used_calls(r) for r in results], {}, lambda unit: unit)
+        per_unit = usage(calls, [used_calls(r) for r in results], {}, lambda unit: unit)
         rows = []
         for r in results:
             u = per_unit[r.key]
@@ -498,10 +498,9 @@ class Paths:
 def _same_experiment(file: Path, facts: RunFacts) -> None:
     """Refuse a store made from another version of its experiment file: the document links the file, so
     its figures must be that file's."""
-    from moot.runner.config import fingerprint_hash, load_experiment, resolve, results_fingerprint
+    from moot.runner.config import experiment_hash, load_experiment
 
-    config = load_experiment(file)
-    if fingerprint_hash(results_fingerprint(config, resolve(config))) != facts.fingerprint:
+    if experiment_hash(load_experiment(file)) != facts.fingerprint:
         raise MootError(
             f"{facts.store} holds another experiment than {file} describes now (the file was changed after the "
             "run); rerun the file into a new store, or restore the file"
@@ -540,6 +539,11 @@ def _ours(path: Path, first_line: str) -> bool:
         return False
 
 
+def _document(papers: Papers, paths: Paths) -> str:
+    """The document as the summaries in ``paths.summaries`` make it."""
+    return render(papers, {p.file: read_summary(paths.summaries, p.file) for p in papers.paper})
+
+
 def update(paths: Paths = Paths()) -> list[Path]:
     """Summarise the stores that exist and rewrite the document; return the files written."""
     papers = read_papers(paths.papers)
@@ -549,7 +553,7 @@ def update(paths: Paths = Paths()) -> list[Path]:
             target = paths.summaries / f"{file}{suffix}"
             _write(target, text, _ours(target, first))
             written.append(target)
-    text = render(papers, {p.file: read_summary(paths.summaries, p.file) for p in papers.paper})
+    text = _document(papers, paths)
     _write(paths.document, text, _ours(paths.document, MARKER))
     written.append(paths.document)
     return written
@@ -565,7 +569,7 @@ def check(paths: Paths = Paths()) -> list[str]:
             target = paths.summaries / f"{file}{suffix}"
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 problems.append(f"{target} differs from {paths.stores / file}.sqlite")
-    text = render(papers, {p.file: read_summary(paths.summaries, p.file) for p in papers.paper})
+    text = _document(papers, paths)
     if not paths.document.exists() or paths.document.read_text(encoding="utf-8") != text:
         problems.append(f"{paths.document} differs from the summaries in {paths.summaries}")
     return problems

@@ -317,6 +317,11 @@ def fingerprint_hash(fingerprint: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
 
 
+def experiment_hash(config: ExperimentConfig) -> str:
+    """The hash of everything an experiment's results depend on: its store's ``fingerprint_hash``."""
+    return fingerprint_hash(results_fingerprint(config, resolve(config)))
+
+
 def _format_error(exc: ValidationError, source: str) -> ConfigError:
     """One line naming every problem's key: 'file: key: problem; key: problem'."""
     problems = []

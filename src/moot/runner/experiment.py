@@ -33,6 +33,7 @@ from moot.runner.config import (
     ExperimentConfig,
     ResolvedCondition,
     TaskSelection,
+    experiment_hash,
     fingerprint_hash,
     resolve,
     results_fingerprint,
@@ -80,7 +81,7 @@ RUNS = Path("runs")  # the default stores' folder: the only folder moot creates 
 
 def default_output(config: ExperimentConfig) -> Path:
     """runs/<name>-<hash of what results depend on>.sqlite: the same experiment finds its store again."""
-    digest = fingerprint_hash(results_fingerprint(config, resolve(config)))[:10]
+    digest = experiment_hash(config)[:10]
     return RUNS / f"{config.name}-{digest}.sqlite"
 
 

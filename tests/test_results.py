@@ -266,6 +266,21 @@ def test_every_paper_names_a_replication_file_and_its_conditions() -> None:
             assert f.condition in conditions and f.task in tasks, f
 
 
+def test_across_makes_du_s_requests_for_du_s_arms() -> None:
+    """across.toml replays du.toml's calls (calls_from) only if its single, vote and society arms and its
+    arithmetic questions are du.toml's to the letter; du-adaptive debates with society's agents."""
+    from moot.analysis.results import EXPERIMENTS
+    from moot.runner.config import load_experiment, resolve
+
+    du, across = (load_experiment(ROOT / EXPERIMENTS / f"{name}.toml") for name in ("du", "across"))
+    assert across.calls_from == (du.output,)
+    assert (across.tasks[0], across.seeds, across.share_round0) == (du.tasks[0], du.seeds, du.share_round0)
+    ours, theirs = ({c.name: c for c in resolve(e)} for e in (du, across))
+    for name in ("single", "vote", "society"):
+        assert theirs[name] == ours[name], name
+    assert theirs["du-adaptive"].agents == ours["society"].agents
+
+
 def test_a_store_from_another_version_of_its_file_is_refused(tmp_path: Path) -> None:
     """The store must be the run of the experiment file the document links: the same file's store is
     summarised, a store made before the file changed is one clear error."""

@@ -119,3 +119,30 @@ def test_killed_runs_resume_to_identical_results(tmp_path: Path) -> None:
     sessions = table(killed, "sessions")
     assert sessions[-1]["status"] == "complete" and len(sessions) >= 2
     assert os.path.getsize(killed) > 0
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
+    """`kill PID`: moot ends with status 130 and says so, the store records the run and its session as
+    interrupted (not left "running"), and rerunning finishes it."""
+    config = tmp_path / "exp.toml"
+    config.write_text(EXPERIMENT)
+    path = tmp_path / "run.sqlite"
+    proc = start(config, path)
+    deadline = time.monotonic() + 60
+    while count_results(path) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "moot: interrupted" in stderr.decode()
+    db = sqlite3.connect(path)
+    try:
+        status = db.execute("SELECT value FROM meta WHERE key = 'status'").fetchone()[0]
+        sessions = [row[0] for row in db.execute("SELECT status FROM sessions")]
+    finally:
+        db.close()
+    assert json.loads(status) == "interrupted" and sessions == ["interrupted"]
+    assert 2 <= count_results(path) < UNITS
+    final = subprocess.run(
+        [sys.executable, "-m", "moot", "run", str(config), "--output", str(path)], capture_output=True, timeout=300
+    )
+    assert final.returncode == 0 and count_results(path) == UNITS

@@ -369,3 +369,88 @@ def test_a_finished_run_replays_without_building_or_checking_a_backend(
     assert done.exit_code == 0, done.output
     assert "resuming" in done.output and "totals" in done.output and "questions run 0, already stored 12" in done.output
     assert stored(path) == before and len(stored(path, "sessions")) == len(sessions) + 2
+
+
+def _results_by_question(path: Path, ids: set[str] | None = None) -> list[dict[str, Any]]:
+    return [r for r in stored(path) if ids is None or r["question_id"] in ids]
+
+
+def test_a_grown_run_replays_the_calls_of_the_smaller_one_and_leaves_it_untouched(tmp_path: Path) -> None:
+    """calls_from: the same experiment on more questions makes calls only for the new ones; the first
+    questions end exactly as in the smaller run, their calls are copied in (the grown store stands alone),
+    and the smaller store is not written."""
+    small, grown = tmp_path / "small.sqlite", tmp_path / "grown.sqlite"
+    run(experiment(THREE, count=4), small)
+    digest = hashlib.sha256(small.read_bytes()).hexdigest()
+    config = experiment(THREE, count=7, calls_from=[str(small)])
+    outcome = run(config, grown)
+    per_question = 3 + 2 * 3  # round 0, then society's rounds 1 and 2
+    uses = 1 + 3 + per_question  # single's turn, vote's three and society's nine each point to a call
+    assert (outcome.calls, outcome.copied) == (3 * per_question, 4 * per_question)
+    assert outcome.replayed == 7 * uses - outcome.calls  # the copied ones among them
+    assert hashlib.sha256(small.read_bytes()).hexdigest() == digest
+    first = {r["question_id"] for r in stored(small)}
+    assert len(first) == 4 and first < {r["question_id"] for r in stored(grown)}  # the seeded draw grows
+    assert _results_by_question(grown, first) == _results_by_question(small)
+    assert RunStore.open(grown).count("calls") == 7 * per_question
+    # the grown store needs its source no more: rerun without it, nothing is called
+    small.unlink()
+    again = run(experiment(THREE, count=7), grown, retry_errors=True)
+    assert (again.calls, again.ran) == (0, 0)
+
+
+def test_calls_from_copies_only_the_very_same_requests(tmp_path: Path) -> None:
+    """Another experiment's calls answer only what they asked: another temperature shares nothing, a
+    condition of the other run is still shared (round 0 of vote is society's); --no-cache ignores sources."""
+    society = tmp_path / "society.sqlite"
+    run(experiment([THREE[2]], count=4), society)
+    hotter = experiment(THREE, count=4, calls_from=[str(society)], agent=SCRIPTED | {"sampling": {"temperature": 0.3}})
+    other = run(hotter, tmp_path / "hotter.sqlite")
+    assert (other.copied, other.calls) == (0, 4 * 9)
+
+    vote = run(experiment([THREE[1]], count=4, calls_from=[str(society)]), tmp_path / "vote.sqlite")
+    assert (vote.calls, vote.copied) == (0, 4 * 3)
+    run(experiment([THREE[1]], count=4), tmp_path / "vote-alone.sqlite")
+    assert stored(tmp_path / "vote.sqlite") == stored(tmp_path / "vote-alone.sqlite")
+
+    fresh = run(experiment([THREE[1]], count=4, calls_from=[str(society)]), tmp_path / "fresh.sqlite", use_cache=False)
+    assert (fresh.calls, fresh.copied) == (4 * 3, 0)
+
+
+def test_calls_from_a_missing_store_is_noted_and_a_foreign_file_refused(tmp_path: Path) -> None:
+    from moot.runner.config import experiment_hash
+    from moot.runner.experiment import Experiment
+
+    missing = tmp_path / "none.sqlite"
+    config = experiment(THREE, calls_from=[str(missing)])
+    assert experiment_hash(config) == experiment_hash(experiment(THREE))  # results do not depend on it
+    exp = Experiment(config, tmp_path / "run.sqlite")
+    try:
+        assert exp.missing_sources == (missing,) and exp.sources == ()
+    finally:
+        exp.close()
+    assert run(config, tmp_path / "run.sqlite").calls == 4 * 9 and not missing.exists()
+
+    foreign = tmp_path / "notes.sqlite"
+    foreign.write_text("not a database")
+    with pytest.raises(StoreError, match="notes.sqlite"):
+        Experiment(experiment(THREE, calls_from=[str(foreign)]), tmp_path / "other.sqlite")
+    assert foreign.read_text() == "not a database" and not (tmp_path / "other.sqlite").exists()
+
+
+def test_moot_run_calls_from_says_what_it_copied_and_what_it_could_not_find(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from moot.cli import app
+
+    file = tmp_path / "single.toml"
+    body = '[[tasks]]\nname = "arithmetic"\ncount = {}\nseed = 0\n[agent]\nbackend = {{ kind = "scripted", model = "numbers" }}\n'
+    body += '[[conditions]]\nname = "single"\nprotocol = "single"\n'
+    file.write_text('name = "t"\n' + body.format(2))
+    small, grown = tmp_path / "small.sqlite", tmp_path / "grown.sqlite"
+    assert CliRunner().invoke(app, ["run", str(file), "-o", str(small)]).exit_code == 0
+    file.write_text(f'name = "t"\ncalls_from = ["{tmp_path / "gone.sqlite"}"]\n' + body.format(3))
+    done = CliRunner().invoke(app, ["run", str(file), "-o", str(grown), "--calls-from", str(small)])
+    assert done.exit_code == 0, done.output
+    assert f"calls_from: {tmp_path / 'gone.sqlite'} does not exist: its calls are made afresh" in done.output
+    assert "model calls 1 · replayed from the store 2 (2 from other runs' stores) · questions run 3" in done.output

@@ -191,6 +191,15 @@ def run(
     concurrency: Annotated[
         int | None, typer.Option(help="Questions in flight at once (default: sized to the backend).")
     ] = None,
+    calls_from: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--calls-from",
+            help="Another run's store: replay its calls where this run makes the very same request (the same "
+            "questions in a larger run, arms two experiments share), copied into this run's store; "
+            "repeatable, added to the file's calls_from.",
+        ),
+    ] = None,
     *,
     shared: dict[str, Any],
 ) -> None:
@@ -218,11 +227,17 @@ def run(
         if concurrency < 1:
             raise ConfigError(f"option --concurrency: must be a positive integer, got {concurrency}")
         config = config.model_copy(update={"concurrency": concurrency})
+    if calls_from:
+        config = config.model_copy(update={"calls_from": (*config.calls_from, *calls_from)})
     path = output or config.output or default_output(config)
     check_output(path)
     resumed = path.exists()
     exp = Experiment(config, path)
     try:
+        for missing in exp.missing_sources:
+            console.print(
+                f"calls_from: {missing} does not exist: its calls are made afresh", markup=False, soft_wrap=True
+            )
         _run_and_report(exp, RunOptions(use_cache=not no_cache, retry_errors=retry_errors), resumed)
     finally:
         exp.close()
@@ -305,8 +320,9 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
         _print_question_table(exp, rows)
     conditions, total = summarize(exp.store)
     _print_summary(conditions, total)
+    copied = f" ({outcome.copied} from other runs' stores)" if outcome.copied else ""
     console.print(
-        f"this session: model calls {outcome.calls} · replayed from the store {outcome.replayed} · "
+        f"this session: model calls {outcome.calls} · replayed from the store {outcome.replayed}{copied} · "
         f"questions run {outcome.ran}, already stored {outcome.skipped} · wall time {outcome.wall_s:.1f} s",
         soft_wrap=True,  # one line to read or grep; a terminal wraps it
     )
@@ -728,6 +744,10 @@ def main_options(
 reflow_help(app)
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     import signal
 
@@ -735,4 +755,7 @@ def main() -> None:
     # so resumes like any other)
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # `kill PID` (a job scheduler, a session's end) stops moot as Ctrl-C does: the run says it was
+    # interrupted, its managed server is stopped, and rerunning resumes
+    signal.signal(signal.SIGTERM, _terminated)
     app()

@@ -4,6 +4,8 @@ A call is keyed by (backend, model identity, rendered messages, sampling paramet
 seed, agent id, sample indices 0..n-1), plus the condition when round-0 sharing is off.
 Agents sampling at temperature > 0 therefore stay independent (their seeds and ids
 differ), identical requests are made once, and a rerun replays every call it has.
+Because a key names the request whole, another run's store can answer it too
+(``calls_from``): a call found there is the very call this run would make.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class CallCache:
     """Shared by every question of a run: store look-ups, in-flight de-duplication, counts.
 
     ``usage`` counts calls actually made; ``replayed`` counts calls answered from the
-    store or from an identical call in flight. Without ``use_cache`` (``--no-cache``) calls
+    store, from another run's store (``sources``: the call is copied into this run's store, so that
+    the store stays whole without them) or from an identical call in flight. Without ``use_cache`` (``--no-cache``) calls
     stored by earlier sessions are not replayed: each is made afresh, once in this session
     (identical calls in flight, or made earlier in the session, share it, as round 0 is shared),
     and stored beside the earlier call, which stays as it was for the turns that used it.
@@ -44,8 +47,10 @@ class CallCache:
     store: RunStore
     use_cache: bool = True
     share: bool = True
+    sources: tuple[RunStore, ...] = ()  # other runs' stores, read-only (``calls_from``)
     usage: Usage = field(default_factory=Usage)
     replayed: int = 0
+    copied: int = 0  # of ``replayed``: calls found in ``sources``, copied into ``store``
     _inflight: dict[str, asyncio.Future[tuple[str, Reply]]] = field(default_factory=dict)
 
     async def call(self, backend: Backend, request: GenerationRequest, place: dict[str, object]) -> tuple[str, Reply]:
@@ -58,6 +63,10 @@ class CallCache:
         if (stored := self.store.cached_call(key, None if self.use_cache else self.store.session)) is not None:
             self.replayed += 1
             return stored
+        if self.use_cache and (found := self._from_sources(key)) is not None:
+            self.replayed += 1
+            self.copied += 1
+            return self.store.add_call(key, place, request, found), found
         future: asyncio.Future[tuple[str, Reply]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
@@ -80,6 +89,13 @@ class CallCache:
         self.usage.add(reply)
         future.set_result((stored_key, reply))
         return stored_key, reply
+
+    def _from_sources(self, key: str) -> Reply | None:
+        """The reply stored under ``key`` in the first source that has one (its latest)."""
+        for source in self.sources:
+            if (reply := source.cached_reply(key)) is not None:
+                return reply
+        return None
 
 
 class RecordingCaller(Caller):

@@ -134,6 +134,11 @@ class ExperimentConfig(_Strict):
         default=(), description="Python files that register their own components (moot.debate.registry.register)"
     )
     output: Path | None = None
+    calls_from: tuple[Path, ...] = Field(
+        default=(),
+        description="other runs' stores whose calls this run replays where it makes the very same request "
+        "(a replication grown to more questions, arms another run shares); copied into this run's store",
+    )
     seeds: tuple[int, ...] = (0,)
     share_round0: bool = Field(
         default=True, description="conditions that start from independent answers reuse the same round-0 calls"
@@ -297,7 +302,8 @@ def resolve(config: ExperimentConfig, where: Callable[[str, int], str] | None = 
 
 
 def results_fingerprint(config: ExperimentConfig, conditions: tuple[ResolvedCondition, ...]) -> dict[str, Any]:
-    """Everything results depend on (not output path, concurrency or prices)."""
+    """Everything results depend on (not output path, calls_from, concurrency or prices: a call replayed from
+    another store is the very call this run would make)."""
     return {
         "seeds": list(config.seeds),
         "share_round0": config.share_round0,

@@ -72,6 +72,7 @@ class RunOutcome:
     ran: int
     calls: int
     replayed: int
+    copied: int  # of replayed: calls copied from other runs' stores (calls_from)
     errors: int
     wall_s: float
 
@@ -156,10 +157,13 @@ class Experiment:
         # held until close(); a store whose folder does not exist yet is locked when it is created
         self._lock = StoreLock(output)
         self._store: RunStore | None = None
+        self.sources: tuple[RunStore, ...] = ()
+        self.missing_sources: tuple[Path, ...] = ()
         try:
             if output.parent.is_dir():
                 self._lock.acquire()
             self._store = self._open_existing()
+            self.sources, self.missing_sources = self._open_sources()
             self.tasks = {i: get_task(sel.name, sel.data) for i, sel in enumerate(config.tasks)}
             self.questions = {
                 i: select_questions(self.tasks[i], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)
@@ -191,6 +195,22 @@ class Experiment:
                 "differ); choose another output path"
             )
         return store
+
+    def _open_sources(self) -> tuple[tuple[RunStore, ...], tuple[Path, ...]]:
+        """The stores named by ``calls_from``, opened read-only (a file that is not a moot store is refused
+        here, before any model loads), and those that do not exist (their calls are made afresh). This
+        run's own store is not a source of itself."""
+        sources: list[RunStore] = []
+        missing = tuple(p for p in self.config.calls_from if not p.exists())
+        try:
+            for path in self.config.calls_from:
+                if path.exists() and not (self.output.exists() and path.samefile(self.output)):
+                    sources.append(RunStore.read(path))
+        except BaseException:
+            for source in sources:
+                source.close()
+            raise
+        return tuple(sources), missing
 
     def _create_store(self) -> RunStore:
         meta = {
@@ -263,7 +283,7 @@ class Experiment:
         for i, selection in enumerate(self.config.tasks):
             self.store.add_questions(selection.name, self.questions[i])
         self.store.start_session({"use_cache": options.use_cache, "retry_errors": options.retry_errors})
-        cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0)
+        cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0, sources=self.sources)
         self.cache = cache
         status = "interrupted"
         failed = True
@@ -293,6 +313,7 @@ class Experiment:
                 len(pending),
                 cache.usage.calls,
                 cache.replayed,
+                cache.copied,
                 cache.usage.errors,
                 time.perf_counter() - start,
             )
@@ -358,6 +379,9 @@ class Experiment:
     def close(self) -> None:
         """Close the store and let go of it."""
         try:
+            for source in self.sources:
+                source.close()
+            self.sources = ()
             if self._store is not None:
                 self._store.close()
                 self._store = None

@@ -296,7 +296,9 @@ def test_a_store_from_another_version_of_its_file_is_refused(tmp_path: Path) -> 
         check(paths)
 
 
-def test_a_session_killed_outright_counts_up_to_its_last_call(single_seed: Path, tmp_path: Path) -> None:
+def test_a_session_killed_outright_counts_up_to_its_last_call_in_summaries_and_reports(
+    single_seed: Path, tmp_path: Path
+) -> None:
     import sqlite3
 
     store = tmp_path / "killed.sqlite"
@@ -309,3 +311,4 @@ def test_a_session_killed_outright_counts_up_to_its_last_call(single_seed: Path,
     db.close()
     facts, _ = summarise(store)
     assert facts.sessions == 1 and facts.wall_s == round(last - started, 1) and last > started
+    assert build_report(store, resamples=RESAMPLES).wall_s == pytest.approx(last - started)  # `moot report`'s too

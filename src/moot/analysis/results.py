@@ -22,7 +22,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,9 +29,6 @@ from moot.analysis import stats
 from moot.analysis.formatting import DASH, fixed, p_value, percent
 from moot.errors import ConfigError, MootError
 from moot.outputs import check_output, write_output
-
-if TYPE_CHECKING:
-    from moot.runner.records import Session
 
 PAPERS = Path("docs/results/papers.toml")
 SUMMARIES = Path("docs/results")
@@ -136,11 +132,9 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
         meta = store.run_meta()
         results = list(store.iter_results())
         models: set[str] = set()
-        last_call: dict[int, float] = {}  # per session, when its last stored call was made
-        calls = list(store.iter_calls())  # read once: the models, the sessions' last calls and the usage
+        calls = list(store.iter_calls())  # read once: the models and the usage
         for c in calls:
             models.add(c.model_name)
-            last_call[c.session] = max(last_call.get(c.session, 0.0), c.created_at)
         sessions = store.sessions()
         per_unit = usage(calls, [used_calls(r) for r in results], {}, lambda unit: unit)
         rows = []
@@ -169,7 +163,7 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
             status=meta.status,
             moot_version=meta.moot_version,
             fingerprint=meta.fingerprint_hash,
-            wall_s=round(sum(_session_wall(s, last_call) for s in sessions), 1),
+            wall_s=round(sum(s.wall_s for s in sessions), 1),
             sessions=len(sessions),
             models=tuple(sorted(models)),
             planned=meta.config.planned_units(),
@@ -178,13 +172,6 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
     finally:
         store.close()
     return facts, rows
-
-
-def _session_wall(session: Session, last_call: Mapping[int, float]) -> float:
-    """A session's seconds; one killed outright (no end recorded) counts up to its last stored call."""
-    if session.finished_at is not None:
-        return session.wall_s
-    return max(0.0, last_call.get(session.id, session.started_at) - session.started_at)
 
 
 def rows_csv(rows: Iterable[ResultRow]) -> str:

@@ -94,11 +94,15 @@ class Session:
     calls: int
     cached: int
     options: dict[str, Any]
+    last_call_at: float | None = None  # when its last stored call was made (None: it stored none)
 
     @property
     def wall_s(self) -> float:
-        """Seconds the session ran; 0 for one that never finished."""
-        return self.finished_at - self.started_at if self.finished_at is not None else 0.0
+        """Seconds the session ran; one with no recorded end (killed outright, or still running) counts up
+        to its last stored call, 0 if it stored none."""
+        if self.finished_at is not None:
+            return self.finished_at - self.started_at
+        return max(0.0, self.last_call_at - self.started_at) if self.last_call_at is not None else 0.0
 
 
 @dataclass(frozen=True)

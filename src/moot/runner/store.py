@@ -667,6 +667,7 @@ class RunStore:
 
     @_guarded
     def sessions(self) -> list[Session]:
+        last = dict(self._db.execute("SELECT session, MAX(created_at) FROM calls GROUP BY session").fetchall())
         return [
             Session(
                 r["id"],
@@ -676,6 +677,7 @@ class RunStore:
                 r["calls"],
                 r["cached"],
                 json.loads(r["options"]),
+                last.get(r["id"]),
             )
             for r in self._select("SELECT * FROM sessions ORDER BY id")
         ]

@@ -195,6 +195,7 @@ def run(
         list[Path] | None,
         typer.Option(
             "--calls-from",
+            metavar="<path>",
             help="Another run's store: replay its calls where this run makes the very same request (the same "
             "questions in a larger run, arms two experiments share), copied into this run's store; "
             "repeatable, added to the file's calls_from.",

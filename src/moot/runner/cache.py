@@ -37,9 +37,10 @@ class CallCache:
     """Shared by every question of a run: store look-ups, in-flight de-duplication, counts.
 
     ``usage`` counts calls actually made; ``replayed`` counts calls answered from the
-    store, from another run's store (``sources``: the call is copied into this run's store, so that
-    the store stays whole without them) or from an identical call in flight. Without ``use_cache`` (``--no-cache``) calls
-    stored by earlier sessions are not replayed: each is made afresh, once in this session
+    store, from another run's store (``sources``: the call is copied into this run's store, so
+    that the store stays whole without them) or from an identical call in flight. Without
+    ``use_cache`` (``--no-cache``) no other run's store is asked and calls stored by earlier
+    sessions are not replayed: each is made afresh, once in this session
     (identical calls in flight, or made earlier in the session, share it, as round 0 is shared),
     and stored beside the earlier call, which stays as it was for the turns that used it.
     """

@@ -23,12 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from moot.analysis import stats
 from moot.analysis.formatting import DASH, fixed, p_value, percent
 from moot.errors import ConfigError, MootError
 from moot.outputs import check_output, write_output
+from moot.runner.config import StrictModel, _format_error, read_toml
 
 PAPERS = Path("docs/results/papers.toml")
 SUMMARIES = Path("docs/results")
@@ -40,11 +41,7 @@ SEED = 0  # every bootstrap's seed, so the document is the same each time it is 
 RESAMPLES = stats.DEFAULT_RESAMPLES
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Figure(_Strict):
+class Figure(StrictModel):
     """One accuracy a paper reports for a condition of its replication file, and where it stands."""
 
     task: str
@@ -54,7 +51,7 @@ class Figure(_Strict):
     note: str = ""
 
 
-class Paper(_Strict):
+class Paper(StrictModel):
     """A replication: its experiment file (examples/replicate/FILE.toml), the paper and its figures."""
 
     file: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
@@ -65,11 +62,11 @@ class Paper(_Strict):
     figure: tuple[Figure, ...] = ()
 
 
-class Papers(_Strict):
+class Papers(StrictModel):
     paper: tuple[Paper, ...] = Field(min_length=1)
 
 
-class ResultRow(_Strict):
+class ResultRow(StrictModel):
     """One stored result, as much as the document needs: its correctness, rounds and the calls and tokens of
     its question (``calls``...: what the debate used, round 0 shared with another condition included;
     ``paid_``...: the calls stored under it, as ``moot report`` counts them)."""
@@ -89,7 +86,7 @@ class ResultRow(_Strict):
     paid_completion_tokens: int
 
 
-class RunFacts(_Strict):
+class RunFacts(StrictModel):
     """The facts of a replication's run store the document states."""
 
     name: str
@@ -108,8 +105,7 @@ COLUMNS = tuple(ResultRow.model_fields)
 
 
 def read_papers(path: Path = PAPERS) -> Papers:
-    from moot.runner.config import _format_error, read_toml
-
+    """The papers file, validated: each replication's file, paper and figures."""
     try:
         papers = Papers.model_validate(read_toml(path))
     except ValidationError as exc:

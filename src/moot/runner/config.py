@@ -43,11 +43,13 @@ def _name(value: str) -> str:
 Name = Annotated[str, AfterValidator(_name)]
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """A config or record read from a file: frozen, and a key it does not know is an error."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class TaskSelection(_Strict):
+class TaskSelection(StrictModel):
     """Which questions of a task: the first ``count`` of ``split`` in the order fixed by ``seed``, or explicit ``ids``."""
 
     name: str
@@ -66,7 +68,7 @@ class TaskSelection(_Strict):
         return self
 
 
-class AgentTemplate(_Strict):
+class AgentTemplate(StrictModel):
     """Settings of an agent; in a condition's agent list every field falls back to the experiment's [agent]."""
 
     name: Name | None = None
@@ -76,7 +78,7 @@ class AgentTemplate(_Strict):
     agreement: int | None = Field(default=None, ge=0, le=10)
 
 
-class ProtocolOverrides(_Strict):
+class ProtocolOverrides(StrictModel):
     """Component choices that override a preset's. Their keys are the protocol's own component fields
     (moot.debate.protocols.COMPONENT_FIELDS: every component slot, the tie rule and moot 0.1's flat
     settings), given at the top level of a condition or preset table; they are validated when the
@@ -121,14 +123,14 @@ class ConditionConfig(ProtocolOverrides):
     judge: AgentTemplate | None = None
 
 
-class Price(_Strict):
+class Price(StrictModel):
     """US dollars per million tokens."""
 
     prompt: float = Field(ge=0, allow_inf_nan=False)
     completion: float = Field(ge=0, allow_inf_nan=False)
 
 
-class ExperimentConfig(_Strict):
+class ExperimentConfig(StrictModel):
     name: Name = "experiment"
     plugins: tuple[str, ...] = Field(
         default=(), description="Python files that register their own components (moot.debate.registry.register)"
@@ -185,7 +187,7 @@ class ExperimentConfig(_Strict):
         return conditions
 
 
-class ResolvedCondition(_Strict):
+class ResolvedCondition(StrictModel):
     """A condition with its protocol and every agent spelled out: what its results depend on."""
 
     name: str

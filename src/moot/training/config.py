@@ -14,13 +14,13 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from moot.backends.config import BackendConfig, LocalBackendConfig
 from moot.errors import MootError
 from moot.limits import MAX_AGENTS, MAX_ROUNDS, SEED_RANGE
 from moot.models import REGISTRY, unknown_model
-from moot.runner.config import _format_error, read_toml
+from moot.runner.config import StrictModel, _format_error, read_toml
 from moot.training.types import GRPOSettings
 
 GENERATED = "generated"  # the split of a task that generates its questions (arithmetic, chess)
@@ -29,11 +29,7 @@ TRAIN_SPLIT = "train"
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TargetsConfig(_Strict):
+class TargetsConfig(StrictModel):
     """Stage 1: sample answers to each training question (the confidence preset's round 0) and take the
     fraction that are right as its confidence target."""
 
@@ -59,7 +55,7 @@ class TargetsConfig(_Strict):
     concurrency: int | None = Field(default=None, ge=1, description="questions in flight (default: per backend)")
 
 
-class SubsetConfig(_Strict):
+class SubsetConfig(StrictModel):
     """The harder subset (Zhu et al., appendix C): questions whose self-consistency accuracy lies in
     [low, high], so that the GRPO groups have both right and wrong answers to learn from."""
 
@@ -97,7 +93,7 @@ class PerceptionConfig(StageConfig):
     draws: int = Field(default=1, ge=1, description="examples per question, each with other peers drawn")
 
 
-class RewardConfig(_Strict):
+class RewardConfig(StrictModel):
     """The weights of the reward parts (the paper gives none: moot's defaults) and what calibration scores."""
 
     correctness: float = Field(default=1.0, ge=0, description="1 for a right answer, 0 otherwise")
@@ -110,7 +106,7 @@ class RewardConfig(_Strict):
     )
 
 
-class EvaluationConfig(_Strict):
+class EvaluationConfig(StrictModel):
     """Held-out questions debated by the base model and by the trained one (the hf backend), paired, for
     Zhu et al.'s Table 6 (Brier, ECE, AUROC, accuracy of stated confidence) through ``moot report``."""
 
@@ -132,7 +128,7 @@ class EvaluationConfig(_Strict):
     )
 
 
-class TrainConfig(_Strict):
+class TrainConfig(StrictModel):
     """``moot train confidence CONFIG.toml``: the whole recipe."""
 
     model: str = Field(description="a registered moot model, a GGUF file, a Hugging Face folder or a hub id")

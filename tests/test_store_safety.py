@@ -257,12 +257,19 @@ rounds = 2
 """
 
 
+def _hear_ctrl_c() -> None:
+    # a suite started as a background job of a script inherits SIGINT ignored, and so would moot: Ctrl-C
+    # reaches moot as it does from a terminal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(config: Path, store: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "moot", "run", str(config), "--output", str(store)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_hear_ctrl_c,
     )
 
 

@@ -371,10 +371,6 @@ def test_a_finished_run_replays_without_building_or_checking_a_backend(
     assert stored(path) == before and len(stored(path, "sessions")) == len(sessions) + 2
 
 
-def _results_by_question(path: Path, ids: set[str] | None = None) -> list[dict[str, Any]]:
-    return [r for r in stored(path) if ids is None or r["question_id"] in ids]
-
-
 def test_a_grown_run_replays_the_calls_of_the_smaller_one_and_leaves_it_untouched(tmp_path: Path) -> None:
     """calls_from: the same experiment on more questions makes calls only for the new ones; the first
     questions end exactly as in the smaller run, their calls are copied in (the grown store stands alone),
@@ -391,7 +387,7 @@ def test_a_grown_run_replays_the_calls_of_the_smaller_one_and_leaves_it_untouche
     assert hashlib.sha256(small.read_bytes()).hexdigest() == digest
     first = {r["question_id"] for r in stored(small)}
     assert len(first) == 4 and first < {r["question_id"] for r in stored(grown)}  # the seeded draw grows
-    assert _results_by_question(grown, first) == _results_by_question(small)
+    assert [r for r in stored(grown) if r["question_id"] in first] == stored(small)
     assert RunStore.open(grown).count("calls") == 7 * per_question
     # the grown store needs its source no more: rerun without it, nothing is called
     small.unlink()

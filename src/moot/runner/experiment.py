@@ -201,16 +201,18 @@ class Experiment:
         here, before any model loads), and those that do not exist (their calls are made afresh). This
         run's own store is not a source of itself."""
         sources: list[RunStore] = []
-        missing = tuple(p for p in self.config.calls_from if not p.exists())
+        missing: list[Path] = []
         try:
             for path in self.config.calls_from:
-                if path.exists() and not (self.output.exists() and path.samefile(self.output)):
+                if not path.exists():
+                    missing.append(path)
+                elif not (self.output.exists() and path.samefile(self.output)):
                     sources.append(RunStore.read(path))
         except BaseException:
             for source in sources:
                 source.close()
             raise
-        return tuple(sources), missing
+        return tuple(sources), tuple(missing)
 
     def _create_store(self) -> RunStore:
         meta = {

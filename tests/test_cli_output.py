@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from moot.backends.scripted import ScriptedBackend
 from moot.cli import app
-from moot.cli_output import fit_table, make_console, plural
+from moot.cli_output import fit_table, make_console, plural, shortened
 from tests.test_readme import use_scripted_backend
 
 ROOT = Path(__file__).parent.parent
@@ -237,3 +237,26 @@ def test_a_header_breaks_only_between_its_parts() -> None:
     ]
     assert joined_lines(parts, 200) == [" · ".join(parts)]
     assert joined_lines(["a" * 10, "b"], 5) == ["a" * 10, "b"]
+
+
+def test_shortened_cuts_at_a_word_and_marks_the_cut() -> None:
+    assert shortened("What is  2+3?\n", 40) == "What is 2+3?"
+    assert shortened("Miguel uses 2 pads of paper a week", 20) == "Miguel uses 2 pads…"
+    assert len(shortened("Miguel uses 2 pads of paper a week", 20)) <= 20
+    assert shortened("Supercalifragilistic", 8) == "Superca…"
+    assert shortened("ab cd", 3) == "ab…"
+
+
+def test_a_long_question_keeps_its_progress_line_within_the_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question longer than the line (GSM8K's, say) is shortened so each progress line reads in 80 columns."""
+    use_scripted_backend(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr("moot.cli.console", make_console(piped=140))
+    result = CliRunner().invoke(app, ["run", "-t", "gsm8k", "-q", "3", "-p", "society"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("  society · ")]
+    assert len(lines) == 3, result.output
+    assert all(len(line) <= 80 and "…" in line and " · gold " in line for line in lines), lines

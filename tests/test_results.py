@@ -312,3 +312,16 @@ def test_a_session_killed_outright_counts_up_to_its_last_call_in_summaries_and_r
     facts, _ = summarise(store)
     assert facts.sessions == 1 and facts.wall_s == round(last - started, 1) and last > started
     assert build_report(store, resamples=RESAMPLES).wall_s == pytest.approx(last - started)  # `moot report`'s too
+
+
+def test_a_rerun_that_only_replays_adds_no_session_or_time(tmp_path: Path) -> None:
+    """The wall time beside a paper is what its run cost: rerunning a finished file replays it (no model
+    calls) and leaves the summary as it was, so a shipped summary still matches its store."""
+    store = tmp_path / "toy.sqlite"
+    args = ["run", str(ROOT / "examples/scripted-smoke.toml"), "--output", str(store)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    first = summarise(store)
+    rerun = CliRunner().invoke(app, args)
+    assert rerun.exit_code == 0 and "model calls 0" in rerun.output, rerun.output
+    assert len(query(store, "SELECT id FROM sessions")) == 2  # the replay is recorded in the store
+    assert summarise(store) == first and first[0].sessions == 1

@@ -9,12 +9,13 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from moot import __version__
 from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import report as _report
 from moot.analysis.cli import results as _results
-from moot.cli_output import fit_table, joined_lines, make_console, plural
+from moot.cli_output import fit_table, joined_lines, make_console, plural, shortened
 from moot.cli_support import reflow_help, reports_errors, shared_options
 from moot.errors import MootError
 from moot.theory.cli import theory_app
@@ -294,8 +295,11 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
                 mark += " (tie broken)"
             if result.error:
                 mark += f" {escape(result.error)}"
+            # one line a question: the question is shortened to what the line leaves room for
+            rest = f" · gold {result.question.gold} · {rounds_text} → {result.final_answer or '—'} {Text.from_markup(mark)}"
+            room = max(24, console.width - len(f"  {unit.condition.name} · ") - len(rest))
             console.print(
-                f"  {escape(unit.condition.name)} · {escape(result.question.prompt)} · gold "
+                f"  {escape(unit.condition.name)} · {escape(shortened(result.question.prompt, room))} · gold "
                 f"{escape(str(result.question.gold))} · {escape(rounds_text)} → {escape(result.final_answer or '—')} {mark}"
             )
         else:
@@ -465,7 +469,6 @@ def ask(
 ) -> None:
     """Debate one question, shown round by round as it happens (nothing is stored)."""
     from rich.panel import Panel
-    from rich.text import Text
 
     from moot.runner.config import resolve_condition
     from moot.runner.evaluate import build_agents, check_agents, close_agents, evaluate

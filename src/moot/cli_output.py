@@ -33,6 +33,18 @@ def joined_lines(parts: list[str], width: int, separator: str = " · ") -> list[
     return lines
 
 
+def shortened(text: str, width: int) -> str:
+    """``text`` on one line (whitespace collapsed) of at most ``width`` characters: cut at a word where
+    it is longer, with "…" to show the cut (a word longer than the line is cut inside)."""
+    line = " ".join(text.split())
+    if len(line) <= width:
+        return line
+    cut = line[: max(1, width - 1)]
+    if " " in cut and line[len(cut)] != " ":
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip() + "…"
+
+
 def console_width(piped: int) -> int | None:
     """The width a console should be given: None (the terminal's own, or ``COLUMNS`` when set) on a
     terminal or where ``COLUMNS`` says; ``piped`` columns for a pipe or a file (logs, CI)."""

@@ -3,9 +3,10 @@
 ``moot results`` reads the papers' table (docs/results/papers.toml: for each replication file under
 examples/replicate/, the figures its paper reports, transcribed with where they stand), summarises each
 replication's run store (runs/replicate/NAME.sqlite) as one CSV row per result and a JSON file of the run's
-facts (docs/results/NAME.csv, NAME.json), then renders the document from those summaries alone. The stores
-stay local (megabytes of transcripts); the summaries ship, so ``--check`` verifies the document against
-them anywhere, and against the stores wherever they are.
+facts (docs/results/NAME.csv, NAME.json), then renders the document from those summaries alone. The
+summaries ship, and so do the stores of finished runs (a run under way stays local until it ends), so
+``--check`` verifies the document against the summaries anywhere, and the summaries against every store
+that is there.
 
 No number is written by hand: every figure is computed here by the functions ``moot report`` uses
 (``moot.analysis.stats``): accuracy with the question as the unit (Wilson; with repeated seeds the
@@ -131,7 +132,7 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
         calls = list(store.iter_calls())  # read once: the models and the usage
         for c in calls:
             models.add(c.model_name)
-        sessions = store.sessions()
+        sessions = [s for s in store.sessions() if s.made_calls]  # the run's cost: a replay adds none
         per_unit = usage(calls, [used_calls(r) for r in results], {}, lambda unit: unit)
         rows = []
         for r in results:
@@ -436,8 +437,8 @@ def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | Non
 INTRO = """\
 # Replications
 
-Each paper's headline comparison, run at small scale with moot's embedded model on this project's
-2-core reference machine, beside the paper's own figures. Accuracy is with the question as the unit
+Each paper's headline comparison, run at small scale with moot's embedded model (qwen2.5-1.5b:
+Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, on llama.cpp) on this project's 2-core reference machine, beside the paper's own figures. Accuracy is with the question as the unit
 (Wilson 95% intervals; with repeated seeds a cluster bootstrap); differences are paired on the same
 questions: the exact McNemar test (a sign test on questions with repeated seeds), Holm's adjustment over
 a table's comparisons, and the paired bootstrap interval of the difference. "Reproduces" asks whether

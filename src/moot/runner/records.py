@@ -104,6 +104,12 @@ class Session:
             return self.finished_at - self.started_at
         return max(0.0, self.last_call_at - self.started_at) if self.last_call_at is not None else 0.0
 
+    @property
+    def made_calls(self) -> bool:
+        """Whether the session called a model: a finished one says how many it made; one with no recorded
+        end made some if it stored a call. A rerun that only replayed its store made none."""
+        return self.calls > 0 if self.finished_at is not None else self.last_call_at is not None
+
 
 @dataclass(frozen=True)
 class StoredModel:

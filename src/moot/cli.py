@@ -295,13 +295,11 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
                 mark += " (tie broken)"
             if result.error:
                 mark += f" {escape(result.error)}"
-            # one line a question: the question is shortened to what the line leaves room for
-            rest = f" · gold {result.question.gold} · {rounds_text} → {result.final_answer or '—'} {Text.from_markup(mark)}"
-            room = max(24, console.width - len(f"  {unit.condition.name} · ") - len(rest))
-            console.print(
-                f"  {escape(unit.condition.name)} · {escape(shortened(result.question.prompt, room))} · gold "
-                f"{escape(str(result.question.gold))} · {escape(rounds_text)} → {escape(result.final_answer or '—')} {mark}"
-            )
+            # one line a question: the question is shortened to what the rest of the line leaves room for
+            head = f"  {unit.condition.name} · "
+            tail = f" · gold {result.question.gold} · {rounds_text} → {result.final_answer or '—'} "
+            room = max(24, console.width - len(head) - len(tail) - Text.from_markup(mark).cell_len)
+            console.print(f"{escape(head)}{escape(shortened(result.question.prompt, room))}{escape(tail)}{mark}")
         else:
             usage = exp.cache.usage
             calls = f"calls {usage.calls:,} · replayed {exp.cache.replayed:,} · tokens {usage.prompt_tokens + usage.completion_tokens:,}"

@@ -438,10 +438,11 @@ INTRO = """\
 # Replications
 
 Each paper's headline comparison, run at small scale with moot's embedded model (qwen2.5-1.5b:
-Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, on llama.cpp) on this project's 2-core reference machine, beside the paper's own figures. Accuracy is with the question as the unit
-(Wilson 95% intervals; with repeated seeds a cluster bootstrap); differences are paired on the same
-questions: the exact McNemar test (a sign test on questions with repeated seeds), Holm's adjustment over
-a table's comparisons, and the paired bootstrap interval of the difference. "Reproduces" asks whether
+Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, on llama.cpp) on this project's 2-core reference machine,
+beside the paper's own figures. Accuracy is with the question as the unit (Wilson 95% intervals;
+with repeated seeds a cluster bootstrap); differences are paired on the same questions: the exact
+McNemar test (a sign test on questions with repeated seeds), Holm's adjustment over a table's
+comparisons, and the paired bootstrap interval of the difference. "Reproduces" asks whether
 moot's difference goes the paper's way: "yes" where it does with Holm p < 0.05, "direction only" where
 it does without, "no" where it does not. calls/q and tokens/q are what one question's debate used
 (round 0 shared with another condition included); paid calls are the calls stored under the condition.

@@ -260,3 +260,20 @@ def test_a_long_question_keeps_its_progress_line_within_the_width(
     lines = [line for line in result.output.splitlines() if line.startswith("  society · ")]
     assert len(lines) == 3, result.output
     assert all(len(line) <= 80 and "…" in line and " · gold " in line for line in lines), lines
+
+
+def test_a_header_naming_many_conditions_breaks_between_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nine conditions (the stopping study's count) name themselves over several lines of at most 80
+    columns, each condition whole on one line, a line that goes on ending in a comma."""
+    use_scripted_backend(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr("moot.cli.console", make_console(piped=140))
+    presets = ["single", "vote", "society", "sparse", "star", "self-refine", "liang", "liang-fixed", "liang-strict"]
+    result = CliRunner().invoke(app, ["run", "-q", "1", *(arg for p in presets for arg in ("-p", p))])
+    assert result.exit_code == 0, result.output
+    header = result.output.split("\n  ", 1)[0].splitlines()  # up to the first progress line
+    assert len(header) >= 3 and all(len(line) <= 80 for line in header), header
+    assert header[0].startswith("moot ") and header[0].endswith(","), header
+    named = " ".join(header).split(", ")
+    assert [name.split(" (")[0].split(" · ")[-1] for name in named][: len(presets)] == presets, header

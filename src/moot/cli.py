@@ -250,11 +250,14 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
 
     from moot.runner.summary import question_rows, summarize, tie_broken
 
-    names = ", ".join(f"{c.name} ({c.protocol.agents}×{c.protocol.rounds})" for c in exp.conditions)
+    # the conditions break between names, each line but the last ending in a comma (room kept for it)
+    labels = [f"{c.name} ({c.protocol.agents}×{c.protocol.rounds})" for c in exp.conditions]
+    names = joined_lines(labels, console.width - 1, ", ")
     first_agent = exp.conditions[0].agents[0].backend
     tasks = ", ".join(f"{s.name} ({plural(len(exp.questions[i]), 'question')})" for i, s in enumerate(exp.config.tasks))
     seeds = f"{'seed' if len(exp.config.seeds) == 1 else 'seeds'} {', '.join(map(str, exp.config.seeds))}"
-    parts = [f"moot {__version__}", names, tasks, seeds, f"model {_model_label(first_agent)}"]
+    named = [line + "," for line in names[:-1]] + names[-1:]
+    parts = [f"moot {__version__}", *named, tasks, seeds, f"model {_model_label(first_agent)}"]
     for line in joined_lines(parts, console.width):
         console.print(line, markup=False)
     if resumed:

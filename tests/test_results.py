@@ -315,13 +315,20 @@ def test_a_session_killed_outright_counts_up_to_its_last_call_in_summaries_and_r
 
 
 def test_a_rerun_that_only_replays_adds_no_session_or_time(tmp_path: Path) -> None:
-    """The wall time beside a paper is what its run cost: rerunning a finished file replays it (no model
-    calls) and leaves the summary as it was, so a shipped summary still matches its store."""
+    """The wall time beside a paper is what its run cost: a session that made no model call (a rerun of
+    a run stopped after its last result, which only marks it complete) adds no session or time, so a
+    shipped summary still matches its store."""
+    import sqlite3
+
     store = tmp_path / "toy.sqlite"
     args = ["run", str(ROOT / "examples/scripted-smoke.toml"), "--output", str(store)]
     assert CliRunner().invoke(app, args).exit_code == 0
     first = summarise(store)
+    db = sqlite3.connect(store)
+    with db:  # as a run stopped between its last result and its end leaves it
+        db.execute("UPDATE meta SET value = '\"interrupted\"' WHERE key = 'status'")
+    db.close()
     rerun = CliRunner().invoke(app, args)
     assert rerun.exit_code == 0 and "model calls 0" in rerun.output, rerun.output
-    assert len(query(store, "SELECT id FROM sessions")) == 2  # the replay is recorded in the store
+    assert len(query(store, "SELECT id FROM sessions")) == 2  # the rerun is recorded in the store
     assert summarise(store) == first and first[0].sessions == 1

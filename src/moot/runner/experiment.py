@@ -274,13 +274,13 @@ class Experiment:
         on_start: Callable[[int], None] | None = None,
     ) -> RunOutcome:
         start = time.perf_counter()
+        total = sum(1 for _ in self.units())
         # a finished run replays from its store: with nothing pending no backend is built or checked (no
         # model loads, no server is asked), and the models stored with the run stay its record of them
         idle = self._store is not None and not self._pending(self._store.done(), options)
         if idle and self.store.meta().get("status") == "complete":
             # nor is anything written: the rerun computes nothing, so the store (one shipped with a
             # repository, say) stays byte for byte as it was
-            total = sum(1 for _ in self.units())
             if on_start is not None:
                 on_start(0)
             return RunOutcome(self.output, total, total, 0, 0, 0, 0, 0, time.perf_counter() - start)
@@ -310,11 +310,9 @@ class Experiment:
                 for _ in range(min(self.concurrency(), len(pending)) if pending else 0)
             ]
             await asyncio.gather(*workers)
-            complete = len(self.store.done()) == sum(1 for _ in self.units())
-            status = "complete" if complete else "incomplete"
+            status = "complete" if len(self.store.done()) == total else "incomplete"
             self.store.set_meta("status", status)
             self.store.set_meta("summary", summary_json(self.store))
-            total = sum(1 for _ in self.units())
             failed = False
             return RunOutcome(
                 self.output,

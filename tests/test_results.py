@@ -98,6 +98,7 @@ def test_hand_checked_figures_in_the_document() -> None:
     # A right on 7 of 10, B on 4: A only on q0-q3, B only on q9; McNemar exact p = 2 * (1 + 5) / 32 = 0.375.
     a = [_row("a", q, q < 7) for q in range(10)]
     b = [_row("b", q, q in (4, 5, 6, 9)) for q in range(10)]
+    b[0] = b[0].model_copy(update={"status": "unparsed"})  # wrong either way; counted apart
     assert condition_figures("a", a).accuracy == wilson(7, 10)
     paired = compare(a, b)
     assert (paired.a_only, paired.b_only, paired.mcnemar_p) == (4, 1, 0.375)
@@ -122,8 +123,8 @@ def test_hand_checked_figures_in_the_document() -> None:
     text = render(Papers(paper=(paper,)), {"toy": (facts, a + b)})
     assert text.startswith(MARKER)
     # Wilson 7/10: [0.3968, 0.8922]; 4/10: [0.1682, 0.6873]
-    assert "| a | 10 | 80.0% | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 |" in text
-    assert "| b | 10 | 60.0% | 40.0% [16.8, 68.7] | 3.0 | 150 | 0 | 0 |" in text
+    assert "| a | 10 | 80.0% | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 | 0 |" in text
+    assert "| b | 10 | 60.0% | 40.0% [16.8, 68.7] | 3.0 | 150 | 0 | 1 | 0 |" in text
     # paper +20 points, moot +30 with exact p 0.375 (one comparison: Holm leaves it)
     line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
     assert line.startswith("| a − b | +20.0 | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 | direction only |")

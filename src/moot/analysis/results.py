@@ -4,7 +4,7 @@
 examples/replicate/, the figures its paper reports, transcribed with where they stand), summarises each
 replication's run store (runs/replicate/NAME.sqlite) as one CSV row per result and a JSON file of the run's
 facts (docs/results/NAME.csv, NAME.json), then renders the document from those summaries alone. The
-summaries ship, and so do the stores of finished runs (a run under way stays local until it ends), so
+summaries ship, and so do the stores, finished or under way (a run under way resumes from a fresh clone), so
 ``--check`` verifies the document against the summaries anywhere, and the summaries against every store
 that is there.
 
@@ -216,6 +216,7 @@ class ConditionFigures:
     calls_per_question: float  # used, per question x seed
     tokens_per_question: float  # used prompt + completion tokens, per question x seed
     paid_calls: int
+    unparsed: int  # no readable final answer: scored wrong
     errors: int
 
 
@@ -271,6 +272,7 @@ def condition_figures(name: str, rows: Sequence[ResultRow]) -> ConditionFigures:
         calls_per_question=sum(r.calls for r in rows) / n,
         tokens_per_question=sum(r.prompt_tokens + r.completion_tokens for r in rows) / n,
         paid_calls=sum(r.paid_calls for r in rows),
+        unparsed=sum(r.status == "unparsed" for r in rows),
         errors=sum(r.status == "error" for r in rows),
     )
 
@@ -349,6 +351,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
         "calls/q",
         "tokens/q",
         "paid calls",
+        "unparsed",
         "errors",
     ]
     body = []
@@ -364,10 +367,11 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 fixed(c.calls_per_question, 1),
                 f"{c.tokens_per_question:,.0f}",
                 f"{c.paid_calls:,}",
+                str(c.unparsed),
                 str(c.errors),
             ]
         )
-    lines += _table(header, body, [False, True, True, True, *([True] if seeds > 1 else []), True, True, True, True])
+    lines += _table(header, body, [False, True, True, True, *([True] if seeds > 1 else []), *[True] * 5])
     if seeds > 1:
         lines += [
             "",
@@ -445,7 +449,9 @@ McNemar test (a sign test on questions with repeated seeds), Holm's adjustment o
 comparisons, and the paired bootstrap interval of the difference. "Reproduces" asks whether
 moot's difference goes the paper's way: "yes" where it does with Holm p < 0.05, "direction only" where
 it does without, "no" where it does not. calls/q and tokens/q are what one question's debate used
-(round 0 shared with another condition included); paid calls are the calls stored under the condition.
+(round 0 shared with another condition included); paid calls are the calls stored under the condition;
+unparsed counts the questions left with no readable final answer (scored wrong), errors those where
+a model call failed.
 The papers used far larger models than moot's embedded ones, so their levels are not expected; the
 directions are the question.
 

@@ -28,6 +28,7 @@ from pydantic import Field, ValidationError
 
 from moot.analysis import stats
 from moot.analysis.formatting import DASH, fixed, p_value, percent
+from moot.debate.records import FinalStatus
 from moot.errors import ConfigError, MootError
 from moot.outputs import check_output, write_output
 from moot.runner.config import StrictModel, _format_error, read_toml
@@ -272,8 +273,8 @@ def condition_figures(name: str, rows: Sequence[ResultRow]) -> ConditionFigures:
         calls_per_question=sum(r.calls for r in rows) / n,
         tokens_per_question=sum(r.prompt_tokens + r.completion_tokens for r in rows) / n,
         paid_calls=sum(r.paid_calls for r in rows),
-        unparsed=sum(r.status == "unparsed" for r in rows),
-        errors=sum(r.status == "error" for r in rows),
+        unparsed=sum(r.status == FinalStatus.UNPARSED for r in rows),
+        errors=sum(r.status == FinalStatus.ERROR for r in rows),
     )
 
 
@@ -371,7 +372,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 str(c.errors),
             ]
         )
-    lines += _table(header, body, [False, True, True, True, *([True] if seeds > 1 else []), *[True] * 5])
+    lines += _table(header, body, [False, *[True] * (len(header) - 1)])  # all but the name right-aligned
     if seeds > 1:
         lines += [
             "",

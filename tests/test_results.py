@@ -131,6 +131,49 @@ def test_hand_checked_figures_in_the_document() -> None:
     assert "complete; model qwen2.5-1.5b; wall time 10 min over 1 session" in text
 
 
+def test_stated_directions_are_compared_where_the_paper_gives_no_figures() -> None:
+    # a right on q0-q6, b (the baseline) on q4-q6 and q9, c on q0, q1 and q9; the paper gives no figures,
+    # only "c better than b" and "c worse than a".
+    # c - b: c only on q0, q1, b only on q4-q6: exact p = 2 * (1 + 5 + 10) / 32 = 1.0; -10 points, reversed.
+    # c - a: c only on q9, a only on q2-q6: exact p = 2 * (1 + 6) / 64 = 0.21875; -40 points, the stated way.
+    # a - b: 4 / 1, p = 0.375 (as above), no direction stated. Holm over the three: 0.21875 * 3 = 0.656,
+    # 0.375 * 2 = 0.75, 1.0.
+    a = [_row("a", q, q < 7) for q in range(10)]
+    b = [_row("b", q, q in (4, 5, 6, 9)) for q in range(10)]
+    c = [_row("c", q, q in (0, 1, 9)) for q in range(10)]
+    paper = Paper.model_validate(
+        {
+            "file": "toy",
+            "title": "Toy et al.",
+            "baseline": "b",
+            "claim": [
+                {"condition": "c", "direction": "better", "where": "§4", "quote": "c helps"},
+                {"condition": "c", "against": "a", "direction": "worse", "where": "Table 3", "quote": "c hurts"},
+                {"condition": "missing", "direction": "better", "where": "§5", "quote": "not run here"},
+            ],
+        }
+    )
+    from moot.analysis.results import RunFacts
+
+    facts = RunFacts(
+        name="toy", store="runs/replicate/toy.sqlite", status="complete", moot_version="0.1.0", fingerprint="f",
+        wall_s=600.0, sessions=1, models=("qwen2.5-1.5b",), planned=30, conditions=("a", "b", "c"),
+    )  # fmt: skip
+    lines = render(Papers(paper=(paper,)), {"toy": (facts, a + b + c)}).splitlines()
+    rows = [x for x in lines if "| a − b |" in x or "| c − b |" in x or "| c − a |" in x]
+    assert [r.split(" | ")[0] for r in rows] == ["| a − b", "| c − b", "| c − a"]  # ranked: +30, -10, -40
+    assert rows[0].startswith("| a − b | — | +30.0 [") and rows[0].endswith("| 4 / 1 | 0.375 | 0.750 | — |")
+    assert rows[1].startswith("| c − b | better (stated) | -10.0 [")
+    assert rows[1].endswith("| 2 / 3 | 1.000 | 1.000 | no, reversed |")
+    assert rows[2].startswith("| c − a | worse (stated) | -40.0 [")
+    assert rows[2].endswith("| 1 / 5 | 0.219 | 0.656 | direction only |")
+    assert "Against b and in the pairs the paper states a direction for, paired on the same questions" in "\n".join(
+        lines
+    )
+    assert '- c better than b: "c helps" (§4)' in lines and '- c worse than a: "c hurts" (Table 3)' in lines
+    assert not any("not run here" in x for x in lines)
+
+
 @pytest.mark.parametrize(
     ("paper", "moot", "p", "verdict"),
     [
@@ -140,14 +183,21 @@ def test_hand_checked_figures_in_the_document() -> None:
         (0.1, -0.2, 0.01, "no, reversed"),
         (0.1, 0.0, 1.0, "no, no difference"),
         (None, 0.2, 0.01, "—"),
+        ("better", 0.2, 0.01, "yes"),
+        ("worse", 0.2, 0.01, "no, reversed"),
+        ("worse", -0.1, 0.2, "direction only"),
+        ("better", 0.0, 1.0, "no, no difference"),
     ],
 )
-def test_verdict(paper: float | None, moot: float, p: float, verdict: str) -> None:
+def test_verdict(paper: float | str | None, moot: float, p: float, verdict: str) -> None:
+    """From the paper's difference, or from the direction it states where it gives no figures."""
     a = [_row("a", 0, True)]
     paired = compare(a, [_row("b", 0, False)])
     from dataclasses import replace
 
-    assert Comparison("a", "b", replace(paired, difference=moot), p, paper).verdict == verdict
+    difference, direction = (paper, None) if not isinstance(paper, str) else (None, paper)
+    comparison = Comparison("a", "b", replace(paired, difference=moot), p, difference, direction)  # type: ignore[arg-type]
+    assert comparison.verdict == verdict
 
 
 PAPERS = """\
@@ -265,6 +315,8 @@ def test_every_paper_names_a_replication_file_and_its_conditions() -> None:
         assert paper.baseline in conditions
         for f in paper.figure:
             assert f.condition in conditions and f.task in tasks, f
+        for c in paper.claim:
+            assert c.condition in conditions and (c.against or paper.baseline) in conditions, c
 
 
 def test_across_makes_du_s_requests_for_du_s_arms() -> None:

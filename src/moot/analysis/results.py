@@ -1,7 +1,8 @@
 """The replications document (docs/results.md): each paper's figures beside moot's, from stored runs.
 
 ``moot results`` reads the papers' table (docs/results/papers.toml: for each replication file under
-examples/replicate/, the figures its paper reports, transcribed with where they stand), summarises each
+examples/replicate/, the figures its paper reports and the directions it states in words, transcribed with
+where they stand), summarises each
 replication's run store (runs/replicate/NAME.sqlite) as one CSV row per result and a JSON file of the run's
 facts (docs/results/NAME.csv, NAME.json), then renders the document from those summaries alone. The
 summaries ship, and so do the stores, finished or under way (a run under way resumes from a fresh clone), so
@@ -23,6 +24,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, ValidationError
 
@@ -53,6 +55,21 @@ class Figure(StrictModel):
     note: str = ""
 
 
+Direction = Literal["better", "worse", "same"]
+SIGN: dict[str, float] = {"better": 1.0, "worse": -1.0, "same": 0.0}
+
+
+class Claim(StrictModel):
+    """A direction a paper states in words where its copy gives no figure: CONDITION does better than, worse
+    than or the same as AGAINST (the paper's baseline unless named), across the tasks it ran."""
+
+    condition: str
+    against: str | None = None
+    direction: Direction
+    where: str
+    quote: str  # the paper's own words
+
+
 class Paper(StrictModel):
     """A replication: its experiment file (examples/replicate/FILE.toml), the paper and its figures."""
 
@@ -62,6 +79,7 @@ class Paper(StrictModel):
     baseline: str | None = None  # the condition every other one is compared against
     notes: str = ""  # why effects may or may not carry over; no figures (they are computed)
     figure: tuple[Figure, ...] = ()
+    claim: tuple[Claim, ...] = ()
 
 
 class Papers(StrictModel):
@@ -227,17 +245,28 @@ class Comparison:
     b: str
     paired: stats.PairedComparison
     holm_p: float
-    paper_difference: float | None
+    paper_difference: float | None  # from the paper's figures
+    paper_direction: Direction | None = None  # stated in words, where the paper has no figures for the pair
+
+    @property
+    def paper(self) -> str:
+        """The paper's side of the row: its figures' difference in points, else the direction it states."""
+        if self.paper_difference is not None:
+            return _points(self.paper_difference)
+        return DASH if self.paper_direction is None else f"{self.paper_direction} (stated)"
 
     @property
     def verdict(self) -> str:
         """Whether moot's difference goes the paper's way: "yes" (p < 0.05, Holm-adjusted), "direction only",
-        "no" (the other way or none), or "—" where the paper gives no difference."""
-        if self.paper_difference is None:
+        "no" (the other way or none), or "—" where the paper gives neither a difference nor a direction."""
+        way = self.paper_difference
+        if way is None and self.paper_direction is not None:
+            way = SIGN[self.paper_direction]
+        if way is None:
             return DASH
-        if self.paper_difference == 0:
+        if way == 0:
             return "paper: no difference"
-        same = self.paired.difference * self.paper_difference > 0
+        same = self.paired.difference * way > 0
         if not same:
             return "no, reversed" if self.paired.difference != 0 else "no, no difference"
         return "yes" if self.holm_p < 0.05 else "direction only"
@@ -285,23 +314,35 @@ def compare(a: Sequence[ResultRow], b: Sequence[ResultRow]) -> stats.PairedCompa
     return stats.compare_repeats([ga[q] for q in common], [gb[q] for q in common], SEED, RESAMPLES)
 
 
+def _stated(paper: Paper) -> dict[tuple[str, str], Claim]:
+    """The paper's stated directions by (condition, against), against defaulting to its baseline."""
+    out: dict[tuple[str, str], Claim] = {}
+    for c in paper.claim:
+        against = c.against or paper.baseline
+        if against is not None:
+            out[(c.condition, against)] = c
+    return out
+
+
 def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task: str) -> TaskFigures:
     mine = [r for r in rows if r.task == task]
     names = [c for c in facts.conditions if any(r.condition == c for r in mine)]
     by_condition = {c: [r for r in mine if r.condition == c] for c in names}
     figures = tuple(condition_figures(c, by_condition[c]) for c in names)
     paper_accuracy = {f.condition: f.accuracy for f in paper.figure if f.task == task}
-    comparisons: list[Comparison] = []
     base = paper.baseline
-    if base in by_condition:
-        others = [c for c in names if c != base]
-        paired = [compare(by_condition[c], by_condition[base]) for c in others]
-        adjusted = stats.holm([p.mcnemar_p for p in paired]) if paired else []
-        for c, p, h in zip(others, paired, adjusted):
-            difference = None
-            if c in paper_accuracy and base in paper_accuracy:
-                difference = paper_accuracy[c] - paper_accuracy[base]
-            comparisons.append(Comparison(c, base, p, h, difference))
+    stated = _stated(paper)
+    pairs = [(c, base) for c in names if c != base] if base is not None and base in by_condition else []
+    pairs += [p for p in stated if p not in pairs and p[0] in by_condition and p[1] in by_condition]
+    paired = [compare(by_condition[a], by_condition[b]) for a, b in pairs]
+    adjusted = stats.holm([p.mcnemar_p for p in paired]) if paired else []
+    comparisons: list[Comparison] = []
+    for (a, b), p, h in zip(pairs, paired, adjusted):
+        difference = None
+        if a in paper_accuracy and b in paper_accuracy:
+            difference = paper_accuracy[a] - paper_accuracy[b]
+        claim = stated.get((a, b))
+        comparisons.append(Comparison(a, b, p, h, difference, None if claim is None else claim.direction))
     return TaskFigures(
         task,
         len({r.question_id for r in mine}),
@@ -381,11 +422,14 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
         ]
     if t.comparisons:
         ranked = sorted(t.comparisons, key=lambda c: -c.paired.difference)
-        lines += ["", f"Against {t.comparisons[0].b}, paired on the same questions (ranked by moot's difference):", ""]
+        against = f"Against {t.comparisons[0].b}"
+        if any(c.b != t.comparisons[0].b for c in t.comparisons):
+            against += " and in the pairs the paper states a direction for"
+        lines += ["", f"{against}, paired on the same questions (ranked by moot's difference):", ""]
         body = [
             [
                 f"{c.a} − {c.b}",
-                _points(c.paper_difference),
+                c.paper,
                 f"{_points(c.paired.difference)} [{fixed(100 * c.paired.difference_ci.low, 1)}, "
                 f"{fixed(100 * c.paired.difference_ci.high, 1)}]",
                 f"{c.paired.a_only} / {c.paired.b_only}",
@@ -413,6 +457,14 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
     if sources:
         lines += ["", f"Paper figures: {'; '.join(sources)}."]
     lines += [f"- {f.condition}: {f.note}" for f in notes]
+    shown = {(c.a, c.b) for c in t.comparisons if c.paper_direction is not None}
+    claims = [(pair, c) for pair, c in _stated(paper).items() if pair in shown]
+    if claims:
+        lines += ["", "The paper's stated directions (its copy gives no figures for these):"]
+        lines += [
+            f'- {a} {c.direction}{"" if c.direction == "same" else " than"} {b}: "{c.quote}" ({c.where})'
+            for (a, b), c in claims
+        ]
     return lines + [""]
 
 
@@ -448,8 +500,9 @@ beside the paper's own figures. Accuracy is with the question as the unit (Wilso
 with repeated seeds a cluster bootstrap); differences are paired on the same questions: the exact
 McNemar test (a sign test on questions with repeated seeds), Holm's adjustment over a table's
 comparisons, and the paired bootstrap interval of the difference. "Reproduces" asks whether
-moot's difference goes the paper's way: "yes" where it does with Holm p < 0.05, "direction only" where
-it does without, "no" where it does not. calls/q and tokens/q are what one question's debate used
+moot's difference goes the paper's way (its figures' difference, or where the paper gives no figures, the
+direction it states in words, marked "stated"): "yes" where it does with Holm p < 0.05, "direction only"
+where it does without, "no" where it does not. calls/q and tokens/q are what one question's debate used
 (round 0 shared with another condition included); paid calls are the calls stored under the condition;
 unparsed counts the questions left with no readable final answer (scored wrong), errors those where
 a model call failed.

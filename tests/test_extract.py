@@ -4,7 +4,7 @@ import pytest
 
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import ParseStatus
-from moot.tasks.extract import boxed_contents, canonical_number, last_number, numbers_equal
+from moot.tasks.extract import boxed_contents, canonical_number, choi_number, last_number, numbers_equal
 
 
 @pytest.mark.parametrize(
@@ -62,3 +62,28 @@ def test_canonical_numbers_and_equality() -> None:
 
 def test_boxed_contents_balance_nested_braces() -> None:
     assert boxed_contents(r"\boxed{\frac{1}{2}} and \boxed{3}") == [r"\frac{1}{2}", "3"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Step 1 ... {final answer: 275}", "275"),
+        ("{final answer: 12.34}", "12.3"),  # Choi rounds to one decimal (np.round(x, 1)): half to even
+        ("{final answer: 0.25}", "0.2"),
+        ("{final answer: 329.96}", "330"),  # so a near miss within 0.05 scores as the integer gold
+        ("{final answer: -465}", "-465"),
+        ("{ final answer:  7 }", "7"),
+        ("It is {314}.\n\nUncertainty score (Average Negative Log Likelihood) for this response: 0.0495", "314"),
+        ("{final answer: 3} and then {x}", None),  # only the last {...} is read
+        ("{final answer: 3} and then {5}", "5"),
+        (r"\boxed{12}", "12"),  # any {...}: the braces of \boxed too
+        ("The answer is 42.", None),  # no braces: unparsed, not the last number
+        ("{final answer: 1,234}", None),  # float() reads no thousands separator
+        ("{Final Answer: 5}", None),  # the removal is case-sensitive, as str.replace is
+        ("{final answer: $5$}", None),
+        ("{final answer: 1e999999}", None),
+        ("{final answer:\n5}", None),  # a {...} spans one line
+    ],
+)
+def test_chois_reading_of_a_numeric_reply(reply: str, expected: str | None) -> None:
+    assert choi_number(reply) == expected

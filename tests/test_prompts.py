@@ -16,7 +16,7 @@ from moot.calls import Caller
 from moot.debate import resolve_protocol, run_debate
 from moot.debate.agents import Agent, AgentSpec
 from moot.debate.components.retention.filter import parse_selection
-from moot.debate.records import DebateResult
+from moot.debate.records import DebateResult, ParseStatus
 from moot.runner.store import _vote, _vote_json
 from moot.seeds import derive_seed
 from moot.tasks.arithmetic import ArithmeticTask
@@ -180,8 +180,8 @@ async def test_dar_round_prompts_and_filter_prompt_word_for_word() -> None:
     # DAR src/main.py (x + SUFFIX), src/dev.py build_normal_msg / get_new_message_global and
     # build_filter_prompt_batch ("filter_critical"), src/model/model_utils.py (the ANLL line)
     task = ArithmeticTask(system_prompt=None)
-    replies = ["7", "7", "7", "12"]
-    agents = scripted_agents(*[[f"a{i} says {v}", "done"] for i, v in enumerate(replies, 1)])
+    said = {i: f"a{i} says {{final answer: {v}}}" for i, v in enumerate(["7", "7", "7", "12"], 1)}
+    agents = scripted_agents(*[[said[i], "done"] for i in range(1, 5)])
     filt = helper("Keep ['agent-1', 'agent-4']")
     protocol = resolve_protocol("dar", rounds=2)
     result = await run_debate(ARITHMETIC, task, protocol, agents, caller=Caller(), judge=filt)
@@ -189,10 +189,10 @@ async def test_dar_round_prompts_and_filter_prompt_word_for_word() -> None:
     assert sent(agents[0])[0] == [Message("user", question + CHOI_DECIMAL)]
     expected = (
         "These are the recent opinions from other agents:\n"
-        f"\nOne of the agents' response: \n{opinion('a1 says 7', result, 0)}\n"
-        f"\nOne of the agents' response: \n{opinion('a4 says 12', result, 3)}\n"
+        f"\nOne of the agents' response: \n{opinion(said[1], result, 0)}\n"
+        f"\nOne of the agents' response: \n{opinion(said[4], result, 3)}\n"
         "\nMajority vote from last round: 7\n"
-        f"\nThis was your most recent opinion:\n{opinion('a2 says 7', result, 1)}\n"
+        f"\nThis was your most recent opinion:\n{opinion(said[2], result, 1)}\n"
         "\n\nUse these opinions carefully as additional advice to revise your recent opinion to give your final "
         f"answer to the question:\n            {question}{CHOI_DECIMAL}"
     )
@@ -200,7 +200,7 @@ async def test_dar_round_prompts_and_filter_prompt_word_for_word() -> None:
     replies_with_ids = "".join(
         f"\n{a}:\n{opinion(t, result, i)}\n"
         for i, (a, t) in enumerate(
-            [("agent-1", "a1 says 7"), ("agent-2", "a2 says 7"), ("agent-3", "a3 says 7"), ("agent-4", "a4 says 12")]
+            [("agent-1", said[1]), ("agent-2", said[2]), ("agent-3", said[3]), ("agent-4", said[4])]
         )
     )
     assert sent(filt)[0] == [
@@ -214,7 +214,29 @@ async def test_dar_round_prompts_and_filter_prompt_word_for_word() -> None:
         )
     ]
     # agent 1 keeps only agent 4 (itself removed); agent 4 only agent 1
-    assert "a4 says 12" in sent(agents[0])[1][0].content and "a2 says" not in sent(agents[0])[1][0].content
+    assert said[4] in sent(agents[0])[1][0].content and "a2 says" not in sent(agents[0])[1][0].content
+
+
+async def test_choi_templates_read_numeric_replies_as_chois_evaluator() -> None:
+    # Choi src/evaluator.py evaluate_arithmetics (DAR's main.py uses it for arithmetic and GSM8K): the last
+    # {...} of a reply, "final answer:" removed, as a number; nothing outside the braces counts
+    copied = "So the result is {7}.\n\nUncertainty score (Average Negative Log Likelihood) for this response: 0.0495"
+    replies = [copied, "{final answer: 7}", "The answer is 9.", "{final answer: -19}"]
+    agents = scripted_agents(*[[r] for r in replies])
+    protocol = resolve_protocol("society-fresh", rounds=1)
+    result = await run_debate(ARITHMETIC, ArithmeticTask(), protocol, agents, caller=Caller())
+    turns = result.rounds[0].turns
+    assert [t.answer for t in turns] == ["7", "7", None, "-19"] and result.final_answer == "7"
+    assert turns[2].parse_status == ParseStatus.UNPARSED and [t.correct for t in turns] == [False, False, False, True]
+    # the same replies in Du's framework are read by the task's extractor: the last number stated
+    plain = scripted_agents(*[[r] for r in replies])
+    du = await run_debate(
+        ARITHMETIC, ArithmeticTask(), resolve_protocol("society", agents=4, rounds=1), plain, caller=Caller()
+    )
+    assert [t.answer for t in du.rounds[0].turns] == ["0.0495", "7", "9", "-19"]
+    gsm = scripted_agents(*[[r] for r in ["{final answer: 2}", "2 in all", "{final answer: 2}", "{2.04}"]])
+    result = await run_debate(GSM8K, GSM8KTask(), protocol, gsm, caller=Caller())
+    assert [t.answer for t in result.rounds[0].turns] == ["2", None, "2", "2"] and result.correct
 
 
 async def test_choi_multiple_choice_templates_and_the_last_vote_as_choi_writes_it() -> None:
@@ -268,7 +290,8 @@ async def test_society_fresh_is_dus_debate_in_chois_framework() -> None:
 
 
 async def test_random_ties_are_drawn_from_a_recorded_seed() -> None:
-    agents = scripted_agents(["5", "6"], ["6", "5"], ["5", "5"], ["6", "5"])
+    five, six = "{final answer: 5}", "{final answer: 6}"  # Choi's format: society-fresh reads it as Choi does
+    agents = scripted_agents([five, six], [six, five], [five, five], [six, five])
     result = await run_debate(
         ARITHMETIC, ArithmeticTask(), resolve_protocol("society-fresh", rounds=2), agents, caller=Caller(), seed=3
     )
@@ -292,8 +315,8 @@ async def test_random_ties_are_drawn_from_a_recorded_seed() -> None:
 
 async def test_text_based_filter_keeps_the_agents_whose_replies_it_returns() -> None:
     # DAR src/dev.py build_filter_prompt_batch, "filter_nonindex"
-    agents = scripted_agents(*[[f"reply {i} is {v}", "done"] for i, v in enumerate([7, 7, 9, 12], 1)])
-    filt = helper('["reply 1 is 7", "reply 3   is 9"]')
+    agents = scripted_agents(*[[f"reply {i} is {{final answer: {v}}}", "done"] for i, v in enumerate([7, 7, 9, 12], 1)])
+    filt = helper('["reply 1 is {final answer: 7}", "reply 3   is {final answer: 9}"]')
     result = await run_debate(
         ARITHMETIC, ArithmeticTask(), resolve_protocol("dar-text", rounds=2), agents, caller=Caller(), judge=filt
     )
@@ -303,7 +326,7 @@ async def test_text_based_filter_keeps_the_agents_whose_replies_it_returns() -> 
     assert prompt.startswith(
         "\n            Your ONLY task is to choose a subset of responses.\n            Return ONLY a Python-style list "
         "of responses.\n\n            Responses from agents: These are the recent opinions from other agents: "
-        "Agent IDs and their responses:\n\nagent-1:\nreply 1 is 7"
+        "Agent IDs and their responses:\n\nagent-1:\nreply 1 is {final answer: 7}"
     )
     assert prompt.endswith(
         "\nMajority vote from last round: 7\n\n            Criteria: choose responses whose opinions differ the "

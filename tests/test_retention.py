@@ -60,7 +60,9 @@ def helper(*replies: str) -> Agent:
 
 
 async def test_dar_keeps_the_filtered_ids_for_everyone_with_both_cues() -> None:
-    agents = scripted_agents(*[[f"a{i} says {v}", f"b{i} 9", f"c{i} 9"] for i, v in enumerate([7, 7, 7, 12])])
+    agents = scripted_agents(
+        *[[f"a{i} says {{final answer: {v}}}", f"b{i} 9", f"c{i} 9"] for i, v in enumerate([7, 7, 7, 12])]
+    )
     filt = helper("I keep [1, 4]", "[2]")
     caller = Caller()
     result = await run_debate(QUESTION, TASK, resolve_protocol("dar"), agents, caller=caller, judge=filt)
@@ -73,15 +75,23 @@ async def test_dar_keeps_the_filtered_ids_for_everyone_with_both_cues() -> None:
     assert first.forwarded == 2 + 2 + 1 + 1
     prompt = sent(agents[1])[1].messages[-1].content
     assert "\nMajority vote from last round: 7\n\nThis was your most recent opinion:" in prompt  # DAR's place
-    assert "\na0 says 7\n\nUncertainty score (Average Negative Log Likelihood) for this response: " in prompt
-    assert "\na3 says 12\n" in prompt and "a2 says" not in prompt
+    assert (
+        "\na0 says {final answer: 7}\n\nUncertainty score (Average Negative Log Likelihood) for this response: "
+        in prompt
+    )
+    assert "\na3 says {final answer: 12}\n" in prompt and "a2 says" not in prompt
     anll = result.rounds[0].turns[0].anll
-    assert anll == pytest.approx(0.1 * (2 + 4 + 1) / 3) and f"response: {anll:.4f}" in prompt
-    assert "This was your most recent opinion:\na1 says 7\n\nUncertainty score" in prompt
+    assert anll == pytest.approx(
+        0.1 * (2 + 4 + 6 + 7 + 2) / 5
+    )  # a0 says {final answer: 7} and f"response: {anll:.4f}" in prompt
+    assert "This was your most recent opinion:\na1 says {final answer: 7}\n\nUncertainty score" in prompt
     only_four = sent(agents[0])[1].messages[-1].content
-    assert "a3 says 12" in only_four and "a1 says 7" not in only_four
+    assert "a3 says {final answer: 12}" in only_four and "a1 says" not in only_four
     filter_prompt = sent(filt)[0].messages[-1].content
-    assert "\nagent-1:\na0 says 7\n" in filter_prompt and "\nMajority vote from last round: 7\n" in filter_prompt
+    assert (
+        "\nagent-1:\na0 says {final answer: 7}\n" in filter_prompt
+        and "\nMajority vote from last round: 7\n" in filter_prompt
+    )
 
 
 async def test_an_invalid_filter_selection_falls_back_to_all_and_is_recorded() -> None:
@@ -104,7 +114,8 @@ async def test_mad_m2_keeps_the_more_confident_half_by_perplexity() -> None:
 
 
 async def test_dar_distinct_and_standard_debate_forward_counts() -> None:
-    agents = scripted_agents(["5", "r"], ["5", "r"], ["6", "r"], ["5", "r"])
+    five, six = "{final answer: 5}", "{final answer: 6}"  # Choi's format, which the DAR presets read
+    agents = scripted_agents([five, "r"], [five, "r"], [six, "r"], [five, "r"])
     result = await run_debate(QUESTION, TASK, resolve_protocol("dar-distinct", rounds=2), agents, caller=Caller())
     record = result.rounds[1].retention
     assert record is not None and record.kept == ("agent-1", "agent-3")
@@ -115,7 +126,7 @@ async def test_dar_distinct_and_standard_debate_forward_counts() -> None:
 
 
 async def test_vote_and_uncertainty_prompts_alone() -> None:
-    agents = scripted_agents(["5", "r"], ["6", "r"], ["6", "r"], ["7", "r"])
+    agents = scripted_agents(*[[f"{{final answer: {v}}}", "r"] for v in (5, 6, 6, 7)])
     await run_debate(QUESTION, TASK, resolve_protocol("vote-prompt", rounds=2), agents, caller=Caller())
     prompt = sent(agents[0])[1].messages[-1].content
     assert "Majority vote from last round: 6" in prompt and "Uncertainty score" not in prompt

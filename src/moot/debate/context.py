@@ -77,7 +77,7 @@ class Debate:
         readable, confidence = sample.text, None
         if self.protocol.confidence is not None:
             readable, confidence = self.protocol.confidence.read(sample.text)
-        extraction = self.task.read_reply(readable, self.question)
+        extraction = self.protocol.history.read(self.task, self.question, readable)
         measured = uncertainty(sample.logprobs)
         return Turn(
             agent=agent.name,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from moot.errors import ConfigError
 from moot.limits import MAX_GENERATED_QUESTIONS, check_at_most
 from moot.tasks.base import Extraction, Question, TaskBase
-from moot.tasks.extract import last_number, numbers_equal
+from moot.tasks.extract import choi_number, last_number, numbers_equal
 from moot.tasks.wording import CHOI_DECIMAL, ChoiWording
 
 LOW, HIGH = 0, 30  # integers are drawn from [LOW, HIGH)
@@ -91,7 +91,7 @@ class ArithmeticTask(TaskBase):
         return f"What is the result of {question.prompt}? {self.answer_instruction}"
 
     def choi_wording(self, question: Question) -> ChoiWording:
-        return ChoiWording(f"What is the result of {question.prompt}?", CHOI_DECIMAL)
+        return ChoiWording(f"What is the result of {question.prompt}?", CHOI_DECIMAL, read=choi_number)
 
     def extract(self, text: str) -> Extraction:
         return Extraction.of(last_number(text))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 
 # A number: an optional minus sign directly before the digits (only where it cannot be
 # a binary operator, i.e. not right after a word character or closing bracket, and not
@@ -81,6 +81,25 @@ def final_answer_number(text: str) -> str | None:
         if numbers := numbers_in(body):
             return numbers[-1]
     return None
+
+
+_BRACES = re.compile(r"\{(.*?)\}")  # every {...} within one line, the shortest first
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")  # what float() reads, bar inf/nan/_
+
+
+def choi_number(text: str) -> str | None:
+    """Choi et al.'s reading of a numeric reply (their evaluator's ``evaluate_arithmetics``, which DAR
+    reuses for arithmetic and GSM8K): the last ``{...}`` in the reply, "final answer:" removed, read as
+    one plain number and rounded to one decimal; None when the reply has no ``{...}`` or its last holds
+    anything else. Nothing outside the braces counts: a number the reply writes after its answer (a
+    copied uncertainty score) is not read as the answer, and a reply with no braces is unparsed."""
+    groups = _BRACES.findall(text)
+    if not groups:
+        return None
+    body = groups[-1].replace("final answer:", "").strip()
+    if not _PLAIN_NUMBER.fullmatch(body) or (number := canonical_number(body)) is None:
+        return None
+    return canonical_number(str(Decimal(number).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)))
 
 
 def last_number(text: str) -> str | None:

@@ -23,6 +23,7 @@ from moot.tasks.data import DatasetTask, HubDataset, Row, olmo_request_docs
 from moot.tasks.extract import (
     boxed_contents,
     canonical_number,
+    choi_number,
     final_answer_number,
     last_number,
     numbers_equal,
@@ -112,7 +113,7 @@ class GSM8KTask(DatasetTask):
         return du_gsm8k(question.prompt)
 
     def choi_wording(self, question: Question) -> ChoiWording:
-        return ChoiWording(question.prompt, CHOI_NUMBER)
+        return ChoiWording(question.prompt, CHOI_NUMBER, read=choi_number)
 
     def extract(self, text: str) -> Extraction:
         return Extraction.of(gsm8k_answer(text))

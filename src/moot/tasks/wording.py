@@ -15,6 +15,7 @@ and format request (src/evaluator.py, get_instruction_suffix), which asks for ``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -95,11 +96,13 @@ def du_biographies(person: str) -> DebateWording:
 @dataclass(frozen=True)
 class ChoiWording:
     """Choi et al.'s question text and the format request appended to it in every round (DAR's code
-    appends it the same way); ``answer_form`` shows an answer as their evaluator writes it, e.g. "(A)"."""
+    appends it the same way); ``answer_form`` shows an answer as their evaluator writes it, e.g. "(A)";
+    ``read`` is how their evaluator reads a reply, where it differs from the task's own extractor."""
 
     question: str
     instruction: str
     answer_form: str = "{}"
+    read: Callable[[str], str | None] | None = None  # their evaluator's reading of a reply; None: the task's
 
     def answer(self, answer: str | None) -> str:
         """An answer as Choi et al.'s evaluator writes it ("" when there is none)."""

@@ -26,6 +26,7 @@ from moot.debate.prompts import (
 )
 from moot.debate.records import RoundRecord, Turn
 from moot.debate.registry import Component, register
+from moot.tasks.base import Extraction, Question, Task
 
 if TYPE_CHECKING:
     from moot.debate.agents import Agent
@@ -53,6 +54,11 @@ class History(Component):
     def keeps_replies(self) -> bool:
         """Whether an agent's own replies stay in its messages (chat) or not (fresh)."""
         return False
+
+    def read(self, task: Task, question: Question, text: str) -> Extraction:
+        """An agent's reply read for its answer: as the task reads it, unless the prompts' templates
+        come with their own reader (Choi et al.'s)."""
+        return task.read_reply(text, question)
 
 
 def _peers(debate: Debate, peers: Sequence[Turn], heading: str = "One agent response") -> str:
@@ -114,6 +120,14 @@ class FreshHistory(History):
             alone=len(debate.agents) == 1,
         )
         return [*system_messages(task, agent.spec.persona), message]
+
+    def read(self, task: Task, question: Question, text: str) -> Extraction:
+        """With Choi et al.'s templates, a reply is read as their evaluator reads it where the task has
+        that reading (arithmetic, GSM8K: ``choi_number``), so the vote, the last-vote cue and the score
+        are theirs."""
+        if self.templates == "choi" and (reader := task.choi_wording(question).read) is not None:
+            return Extraction.of(reader(text))
+        return super().read(task, question, text)
 
     def describe(self, protocol: Any = None) -> str:
         return "fresh (Choi et al.'s templates)" if self.templates == "choi" else "fresh"

@@ -2,9 +2,9 @@
 
 ``moot results`` reads the papers' table (docs/results/papers.toml: for each replication file under
 examples/replicate/, the figures its paper reports and the directions it states in words, transcribed with
-where they stand), summarises each
-replication's run store (runs/replicate/NAME.sqlite) as one CSV row per result and a JSON file of the run's
-facts (docs/results/NAME.csv, NAME.json), then renders the document from those summaries alone. The
+where they stand), summarises each replication's run store (runs/replicate/NAME.sqlite) as one CSV row per
+result and a JSON file of the run's facts (docs/results/NAME.csv, NAME.json), then renders the document
+from those summaries alone. The
 summaries ship, and so do the stores, finished or under way (a run under way resumes from a fresh clone), so
 ``--check`` verifies the document against the summaries anywhere, and the summaries against every store
 that is there.

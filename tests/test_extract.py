@@ -4,7 +4,14 @@ import pytest
 
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import ParseStatus
-from moot.tasks.extract import boxed_contents, canonical_number, choi_number, last_number, numbers_equal
+from moot.tasks.extract import (
+    boxed_contents,
+    canonical_number,
+    choi_choice,
+    choi_number,
+    last_number,
+    numbers_equal,
+)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +94,27 @@ def test_boxed_contents_balance_nested_braces() -> None:
 )
 def test_chois_reading_of_a_numeric_reply(reply: str, expected: str | None) -> None:
     assert choi_number(reply) == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Paris is the capital. {final answer: (C)}", "C"),
+        ("{final answer: (C) Paris}", "C"),  # three characters or more: the second
+        ("{final answer: C}", "C"),  # one or two: the first
+        ("{B}", "B"),
+        ("{B.}", "B"),
+        ("{ final answer:  (D) }", "D"),
+        ("{final answer: (A)} but on reflection (B)", "A"),  # nothing outside the braces counts
+        ("{final answer: (A)} and {final answer: (D)}", "D"),  # the last {...}
+        ("So it is (B).", None),  # no braces: unparsed, not the last "(X)"
+        ("{final answer: }", None),  # empty
+        ("{A. Paris}", "."),  # the second character, whatever it is: a vote for no option
+        ("{final answer: (b)}", "b"),  # kept as written
+        ("{Final Answer: (C)}", "i"),  # the removal is case-sensitive: "Final Answer: (C)"[1]
+        ("{final answer:\n(C)}", None),  # a {...} spans one line
+    ],
+)
+def test_chois_reading_of_a_multiple_choice_reply(reply: str, expected: str | None) -> None:
+    # Choi et al.'s evaluate_mcq, read by hand for each reply
+    assert choi_choice(reply) == expected

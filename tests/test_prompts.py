@@ -266,6 +266,20 @@ async def test_choi_multiple_choice_templates_and_the_last_vote_as_choi_writes_i
     )
 
 
+async def test_choi_templates_read_multiple_choice_replies_as_chois_evaluator() -> None:
+    # Choi src/evaluator.py evaluate_mcq: the last {...} of a reply; a trailing "(X)" outside it is not read
+    replies = ["{final answer: (B)} though (C) is close", "{final answer: (B)}", "It is (C).", "{final answer: (C)}"]
+    agents = scripted_agents(*[[r] for r in replies])
+    result = await run_debate(MMLU, MMLUTask(), resolve_protocol("society-fresh", rounds=1), agents, caller=Caller())
+    turns = result.rounds[0].turns
+    assert [t.answer for t in turns] == ["B", "B", None, "C"] and result.final_answer == "B"
+    assert turns[2].parse_status == ParseStatus.UNPARSED
+    # the same replies in Du's framework: the task's extractor, the last "(X)"
+    plain = scripted_agents(*[[r] for r in replies])
+    du = await run_debate(MMLU, MMLUTask(), resolve_protocol("society", agents=4, rounds=1), plain, caller=Caller())
+    assert [t.answer for t in du.rounds[0].turns] == ["C", "B", "C", "C"]
+
+
 async def test_society_fresh_is_dus_debate_in_chois_framework() -> None:
     spec = resolve_protocol("society-fresh")
     assert (spec.agents, spec.rounds, spec.retention.kind, spec.cues, spec.tie_rule) == (4, 3, "all", [], "random")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from moot.tasks.base import Extraction, Question
 from moot.tasks.data import DatasetTask, Row
-from moot.tasks.wording import CHOI_CHOICE, DU_MMLU, ChoiWording, DebateWording, choi_choices
+from moot.tasks.wording import DU_MMLU, ChoiWording, DebateWording, choi_choice_wording, choi_choices
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -105,7 +105,7 @@ class MultipleChoiceTask(DatasetTask):
     def choi_wording(self, question: Question) -> ChoiWording:
         """Choi et al.'s MMLU and CSQA template: the stem, "(A) text" lines, "{final answer: (A)}"."""
         stem, choices = self.parts(question)
-        return ChoiWording(choi_choices(stem, choices), CHOI_CHOICE, "({})")
+        return choi_choice_wording(choi_choices(stem, choices))
 
     def parts(self, question: Question) -> tuple[str, list[str]]:
         """The stem and choice texts of a question made by ``choice_question`` (else the whole prompt, no choices)."""

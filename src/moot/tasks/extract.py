@@ -102,6 +102,22 @@ def choi_number(text: str) -> str | None:
     return canonical_number(str(Decimal(number).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)))
 
 
+def choi_choice(text: str) -> str | None:
+    """Choi et al.'s reading of a multiple-choice reply (their evaluator's ``evaluate_mcq``): the last
+    ``{...}`` in the reply, "final answer:" removed and stripped; one or two characters give the first
+    ("{B}" -> "B"), longer ones the second ("{final answer: (C)}" -> "C", "{final answer: (C) Paris}" ->
+    "C"); None when the reply has no ``{...}`` or its last is empty. The character is kept as written,
+    so "{A. Paris}" reads "." and "{final answer: (b)}" reads "b": votes that match no option, as in
+    their evaluator (whose compare with "(B)" fails; moot scores "b" as B, its letters being upper case)."""
+    groups = _BRACES.findall(text)
+    if not groups:
+        return None
+    body = groups[-1].replace("final answer:", "").strip()
+    if not body:
+        return None
+    return body[0] if len(body) < 3 else body[1]
+
+
 def last_number(text: str) -> str | None:
     """The final stated number: in the last "{final answer: N}" (Choi et al.), else inside the last
     \\boxed{} that holds one, else the last in the text."""

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from moot.tasks.base import Question
 from moot.tasks.choice import MultipleChoiceTask
 from moot.tasks.data import HubDataset, Row, olmo_arrow_rows
-from moot.tasks.wording import CHOI_CHOICE, ChoiWording, choi_choices
+from moot.tasks.wording import ChoiWording, choi_choice_wording, choi_choices
 
 _BRACKETED = re.compile(r"\[.*?\]")
 
@@ -52,7 +52,7 @@ class HellaSwagTask(MultipleChoiceTask):
         """Choi et al.'s HellaSwag template (src/data/hellaswag.py), over moot's cleaned context and endings."""
         stem, choices = self.parts(question)
         body = choi_choices(f'Can you choose the option that best follows:\n"{stem}"?', choices)
-        return ChoiWording(body, CHOI_CHOICE, "({})")
+        return choi_choice_wording(body)
 
     def parse(self, row: Row, split: str, index: int) -> list[Question]:
         endings = row.texts("endings", min_count=4, max_count=4)

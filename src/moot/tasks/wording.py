@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from moot.tasks.extract import choi_choice
+
 
 @dataclass(frozen=True)
 class DebateWording:
@@ -124,6 +126,12 @@ CHOI_CHOICE = (
     '"{final answer: (A)}".'
 )
 """Choi et al.'s multiple-choice format request (hellaswag, MMLU, CSQA, HH-RLHF)."""
+
+
+def choi_choice_wording(question: str) -> ChoiWording:
+    """A multiple-choice question in Choi et al.'s form: their format request, answers written "(A)",
+    replies read by their ``evaluate_mcq`` (``choi_choice``)."""
+    return ChoiWording(question, CHOI_CHOICE, "({})", read=choi_choice)
 
 
 def choi_choices(stem: str, choices: list[str] | tuple[str, ...]) -> str:

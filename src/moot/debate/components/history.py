@@ -123,8 +123,8 @@ class FreshHistory(History):
 
     def read(self, task: Task, question: Question, text: str) -> Extraction:
         """With Choi et al.'s templates, a reply is read as their evaluator reads it where the task has
-        that reading (arithmetic, GSM8K: ``choi_number``), so the vote, the last-vote cue and the score
-        are theirs."""
+        that reading (arithmetic, GSM8K: ``choi_number``; multiple choice: ``choi_choice``), so the
+        vote, the last-vote cue and the score are theirs."""
         if self.templates == "choi" and (reader := task.choi_wording(question).read) is not None:
             return Extraction.of(reader(text))
         return super().read(task, question, text)

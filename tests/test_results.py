@@ -129,6 +129,15 @@ def test_hand_checked_figures_in_the_document() -> None:
     line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
     assert line.startswith("| a − b | +20.0 | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 | direction only |")
     assert "complete; model qwen2.5-1.5b; wall time 10 min over 1 session" in text
+    assert "The paper's setting" not in text  # none given
+    # moot's own comparison (no figures, no stated directions): no paper or verdict columns
+    own = paper.model_copy(update={"figure": (), "setting": "every family on arithmetic"})
+    text = render(Papers(paper=(own,)), {"toy": (facts, a + b)})
+    assert "The setting: every family on arithmetic." in text and "paper" not in text.split("### ")[1]
+    assert "| a | 10 | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 | 0 |" in text
+    assert "| difference (points) | moot, 95% CI | only A / only B right | exact p | Holm p |" in text
+    line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
+    assert line.startswith("| a − b | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 |")
 
 
 def test_stated_directions_are_compared_where_the_paper_gives_no_figures() -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -353,10 +353,14 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
 
 
 # -- the document -----------------------------------------------------------------------------------
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[bool]) -> list[str]:
-    align = ["---:" if r else "---" for r in right]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+def _table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[bool], drop: Collection[str] = ()
+) -> list[str]:
+    """A Markdown table; the columns named in ``drop`` are left out."""
+    keep = [i for i, name in enumerate(header) if name not in drop]
+    align = ["---:" if right[i] else "---" for i in keep]
+    lines = ["| " + " | ".join(header[i] for i in keep) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(row[i] for i in keep) + " |" for row in rows]
     return lines
 
 
@@ -384,6 +388,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
     unit += f" x {seeds} seeds" if seeds > 1 else ""
     lines = [f"### {t.task} ({unit})", ""]
     paper_accuracy = {f.condition: f for f in paper.figure if f.task == t.task}
+    drop = () if paper.figure or paper.claim else ("paper", "reproduces")  # moot's own comparison: no paper
     header = [
         "condition",
         "n",
@@ -413,7 +418,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 str(c.errors),
             ]
         )
-    lines += _table(header, body, [False, *[True] * (len(header) - 1)])  # all but the name right-aligned
+    lines += _table(header, body, [False, *[True] * (len(header) - 1)], drop)  # all but the name right-aligned
     if seeds > 1:
         lines += [
             "",
@@ -451,6 +456,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
             ],
             body,
             [False, True, True, True, True, True, False],
+            drop,
         )
     notes = [f for f in paper_accuracy.values() if f.note]
     sources = sorted({f.where for f in paper_accuracy.values()})
@@ -472,7 +478,8 @@ def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | Non
     lines = [f"## {paper.title}", ""]
     lines.append(f"`moot run {EXPERIMENTS / paper.file}.toml` then `moot report {STORES / paper.file}.sqlite`.")
     if paper.setting:
-        lines += ["", f"The paper's setting: {paper.setting}."]
+        whose = "The paper's setting" if paper.figure or paper.claim else "The setting"  # moot's own: no paper
+        lines += ["", f"{whose}: {paper.setting}."]
     lines.append("")
     if summary is None:
         lines += ["Not run yet: there is no summary in docs/results/.", ""]

@@ -81,6 +81,11 @@ class Paper(StrictModel):
     figure: tuple[Figure, ...] = ()
     claim: tuple[Claim, ...] = ()
 
+    @property
+    def own(self) -> bool:
+        """moot's own comparison: no paper's figures or stated directions to set beside it."""
+        return not (self.figure or self.claim)
+
 
 class Papers(StrictModel):
     paper: tuple[Paper, ...] = Field(min_length=1)
@@ -388,7 +393,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
     unit += f" x {seeds} seeds" if seeds > 1 else ""
     lines = [f"### {t.task} ({unit})", ""]
     paper_accuracy = {f.condition: f for f in paper.figure if f.task == t.task}
-    drop = () if paper.figure or paper.claim else ("paper", "reproduces")  # moot's own comparison: no paper
+    drop = ("paper", "reproduces") if paper.own else ()
     header = [
         "condition",
         "n",
@@ -478,7 +483,7 @@ def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | Non
     lines = [f"## {paper.title}", ""]
     lines.append(f"`moot run {EXPERIMENTS / paper.file}.toml` then `moot report {STORES / paper.file}.sqlite`.")
     if paper.setting:
-        whose = "The paper's setting" if paper.figure or paper.claim else "The setting"  # moot's own: no paper
+        whose = "The setting" if paper.own else "The paper's setting"
         lines += ["", f"{whose}: {paper.setting}."]
     lines.append("")
     if summary is None:

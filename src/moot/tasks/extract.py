@@ -87,17 +87,21 @@ _BRACES = re.compile(r"\{(.*?)\}")  # every {...} within one line, the shortest 
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")  # what float() reads, bar inf/nan/_
 
 
+def _choi_body(text: str) -> str | None:
+    """What Choi et al.'s evaluator reads of a reply: its last ``{...}``, "final answer:" removed (as
+    written: the removal is case-sensitive), stripped; None when the reply has no ``{...}``."""
+    groups = _BRACES.findall(text)
+    return groups[-1].replace("final answer:", "").strip() if groups else None
+
+
 def choi_number(text: str) -> str | None:
     """Choi et al.'s reading of a numeric reply (their evaluator's ``evaluate_arithmetics``, which DAR
     reuses for arithmetic and GSM8K): the last ``{...}`` in the reply, "final answer:" removed, read as
     one plain number and rounded to one decimal; None when the reply has no ``{...}`` or its last holds
     anything else. Nothing outside the braces counts: a number the reply writes after its answer (a
     copied uncertainty score) is not read as the answer, and a reply with no braces is unparsed."""
-    groups = _BRACES.findall(text)
-    if not groups:
-        return None
-    body = groups[-1].replace("final answer:", "").strip()
-    if not _PLAIN_NUMBER.fullmatch(body) or (number := canonical_number(body)) is None:
+    body = _choi_body(text)
+    if body is None or not _PLAIN_NUMBER.fullmatch(body) or (number := canonical_number(body)) is None:
         return None
     return canonical_number(str(Decimal(number).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)))
 
@@ -109,10 +113,7 @@ def choi_choice(text: str) -> str | None:
     "C"); None when the reply has no ``{...}`` or its last is empty. The character is kept as written,
     so "{A. Paris}" reads "." and "{final answer: (b)}" reads "b": votes that match no option, as in
     their evaluator (whose compare with "(B)" fails; moot scores "b" as B, its letters being upper case)."""
-    groups = _BRACES.findall(text)
-    if not groups:
-        return None
-    body = groups[-1].replace("final answer:", "").strip()
+    body = _choi_body(text)
     if not body:
         return None
     return body[0] if len(body) < 3 else body[1]

@@ -235,6 +235,16 @@ def test_a_task_metric_gets_a_question_level_interval_and_paired_tests(run: Path
     if task == "biographies":  # no accuracy of 0 and McNemar p = 1 for a task that accuracy does not score
         assert "### Paired accuracy comparisons" not in md and "### DAR-style" not in md
         assert "| single | single | 6 x 3 | — | — | — |" in md
+        for title in (  # every table that counts right and wrong answers, at 0.000 for a metric-only task
+            "Accuracy of each round's answer",
+            "Round 0 to final answer",
+            "Round-to-round transitions",
+            "Oracle accuracy",
+            "Per-agent answer changes",
+            "Pass@N",
+            "Reader sensitivity",
+        ):
+            assert title not in md, title
     else:
         assert "### Paired accuracy comparisons" in md
     society = t.pairs[1]

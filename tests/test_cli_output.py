@@ -116,7 +116,9 @@ def test_tables_fit_80_columns_without_cutting_values(tmp_path: Path, monkeypatc
     assert "chess-move(orchess-move:<depth>)" in first_column(shown("tasks")).replace(" ", "")  # wrapped, not cut
     assert "society" in first_column(shown("protocols"))
     shown("protocols", "components")
-    shown("protocols", "show", "liang")
+    liang = " ".join(shown("protocols", "show", "liang").split())
+    assert "instruction │ the task's" in liang and "helper sampling │ as the agents" in liang
+    assert "helper sampling │ no helper" in " ".join(shown("protocols", "show", "society").split())
     shown("models", "list")
 
 

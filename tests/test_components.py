@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import cast
 
 import pytest
@@ -22,6 +23,7 @@ from moot.tasks.base import Question
 from tests.helpers import SCRIPTED, scripted_agents
 
 TASK = ArithmeticTask()
+BIOGRAPHIES = Path(__file__).parent / "fixtures" / "tasks" / "biographies_article.json"
 QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")
 
 
@@ -219,7 +221,10 @@ def test_judge_replies_are_parsed_robustly(reply: str, answer: str | None, confi
     assert (reading.answer, reading.confidence) == (answer, confidence)
 
 
-def test_judge_config_defaults_to_first_agent_backend_at_temperature_zero() -> None:
+def test_a_helper_judge_defaults_to_the_first_agents_backend_and_sampling() -> None:
+    """The papers' code samples every role alike (Liang: temperature 0 for all; the stopping study: 0.0
+    throughout; DAR: the filter as the agents), so a protocol's helper samples as agent 1 unless the
+    condition's judge table says otherwise; a judge that only scores a task samples greedily."""
     from moot.runner.config import parse_experiment, resolve
 
     config = parse_experiment(
@@ -237,7 +242,23 @@ def test_judge_config_defaults_to_first_agent_backend_at_temperature_zero() -> N
     )
     adaptive, plain = resolve(config)
     assert adaptive.judge is not None and adaptive.judge.backend == ScriptedBackendConfig()
-    assert adaptive.judge.sampling.temperature == 0.0 and plain.judge is None
+    assert adaptive.judge.sampling == adaptive.agents[0].sampling and plain.judge is None
+    assert adaptive.judge.sampling.temperature == 0.9
+    pinned = parse_experiment(
+        {
+            **config.model_dump(),
+            "conditions": [{"name": "a", "protocol": "du-adaptive", "judge": {"sampling": {"temperature": 0.0}}}],
+        }
+    )
+    assert resolve(pinned)[0].judge.sampling.temperature == 0.0  # type: ignore[union-attr]
+    scorer = parse_experiment(
+        {
+            "tasks": [{"name": "biographies", "data": str(BIOGRAPHIES), "count": 1}],
+            "agent": {"backend": {"kind": "scripted"}, "sampling": {"temperature": 0.9}},
+            "conditions": [{"name": "s", "protocol": "society", "judge": {}}],
+        }
+    )
+    assert resolve(scorer)[0].judge.sampling.temperature == 0.0  # type: ignore[union-attr]  # a task's scorer
     custom = parse_experiment({**config.model_dump(), "conditions": [{"name": "c", "protocol": "ring-consensus"}]})
     (c,) = resolve(custom)
     assert (c.protocol.name, c.protocol.agents, c.protocol.topology.kind) == ("ring-consensus", 5, "ring")

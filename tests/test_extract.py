@@ -9,6 +9,7 @@ from moot.tasks.extract import (
     canonical_number,
     choi_choice,
     choi_number,
+    field_number,
     last_number,
     numbers_equal,
 )
@@ -118,3 +119,36 @@ def test_chois_reading_of_a_numeric_reply(reply: str, expected: str | None) -> N
 def test_chois_reading_of_a_multiple_choice_reply(reply: str, expected: str | None) -> None:
     # Choi et al.'s evaluate_mcq, read by hand for each reply
     assert choi_choice(reply) == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ("-332", "-332"),  # 1. a field that opens with a number standing alone
+        ("537, not 533", "537"),
+        ("$155$", "155"),
+        ("**155**", "155"),
+        (r"\(\boxed{155}\)", "155"),
+        (r"\[155\]", "155"),
+        ("155.", "155"),
+        ("155; the negative side's 150 is wrong", "155"),
+        ("155 (not 150)", "155"),
+        ("1,234", "1234"),
+        ("The correct answer is 537, not 533.", "537"),  # 2. the number directly before a rejection
+        ("The result of 26+10*9+13-3*3 is 313, not 314.", "313"),
+        ("it is 155 rather than 150", "155"),
+        ("it is 155 instead of 150", "155"),
+        ("it is 155, but not 150", "155"),
+        (r"it is \(\boxed{155}\), not \(\boxed{150}\)", "155"),
+        ("it is 155, not -150", "155"),
+        ("25 + 26 = 51", None),  # an expression: no such number
+        ("1. First step", None),  # a list marker
+        ("155 apples", None),  # a number followed by words
+        ("The answer is 155", None),  # no rejection: the task's reply reader decides
+        ("533 is not right", None),  # "not" before no number rejects nothing
+        ("not 533 but 537", None),
+        ("", None),
+    ],
+)
+def test_the_number_an_answer_field_states_first(field: str, expected: str | None) -> None:
+    assert field_number(field) == expected

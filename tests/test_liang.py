@@ -146,17 +146,18 @@ async def test_liang_adaptive_break_fires_on_a_bare_letter_and_scores_it() -> No
 
 
 async def test_liang_debaters_speak_in_turn_with_the_releases_prompts() -> None:
+    """Liang's own setting (``instruction = "none"``): the debater meta prompt alone, as the release sends it."""
     result, aff, neg, caller = await debate(
-        resolve_protocol("liang"), ["aff0 3", "aff1 4"], ["neg0 5", "neg1 -19"], moderator(NO, ruling("-19"))
+        resolve_protocol("liang", components={"instruction": "none"}),
+        ["aff0 3", "aff1 4"],
+        ["neg0 5", "neg1 -19"],
+        moderator(NO, ruling("-19")),
     )
     assert (result.rounds_used, result.stop_reason, result.final_answer) == (2, "moderator_answer", "-19")
     assert result.correct and result.final_judge is None
     assert caller.usage.calls == 2 * 2 + 2
     topic = TASK.render(QUESTION)
-    assert sent(aff)[0].messages[0].content == (
-        "You are a debater. Hello and welcome to the debate. It's not necessary to fully agree with each other's "
-        f"perspectives, as our objective is to find the correct answer.\nThe debate topic is stated as follows:\n{topic}"
-    )
+    assert sent(aff)[0].messages[0].content == META.format(topic=topic)
     assert sent(aff)[0].messages[-1].content == topic
     assert sent(aff)[1].messages[-1].content == (
         "neg0 5\n\nDo you agree with my perspective? Please provide your reasons and answer."
@@ -167,6 +168,23 @@ async def test_liang_debaters_speak_in_turn_with_the_releases_prompts() -> None:
     assert sent(neg)[1].messages[-1].content == (
         "aff1 4\n\nDo you agree with my perspective? Please provide your reasons and answer."
     )
+
+
+META = (
+    "You are a debater. Hello and welcome to the debate. It's not necessary to fully agree with each other's "
+    "perspectives, as our objective is to find the correct answer.\nThe debate topic is stated as follows:\n{topic}"
+)
+
+
+async def test_by_default_liangs_debaters_get_the_tasks_instruction_before_their_meta_prompt() -> None:
+    """Every other arm's agents get arithmetic's step-by-step system prompt; so do Liang's debaters (then
+    Liang's meta prompt), so that a comparison measures the protocol, not the instruction."""
+    protocol = resolve_protocol("liang")
+    assert protocol.instruction == "task" and TASK.system_prompt
+    _, aff, neg, _ = await debate(protocol, ["aff0 3"], ["neg0 5"], moderator(ruling("3")))
+    expected = TASK.system_prompt + "\n\n" + META.format(topic=TASK.render(QUESTION))
+    assert sent(aff)[0].messages[0].content == sent(neg)[0].messages[0].content == expected
+    assert [m.role for m in sent(aff)[0].messages] == ["system", "user"]  # one system message, not two
 
 
 async def test_the_moderator_prompt_is_the_releases() -> None:

@@ -191,7 +191,7 @@ async def test_dar_round_prompts_and_filter_prompt_word_for_word() -> None:
         "These are the recent opinions from other agents:\n"
         f"\nOne of the agents' response: \n{opinion(said[1], result, 0)}\n"
         f"\nOne of the agents' response: \n{opinion(said[4], result, 3)}\n"
-        "\nMajority vote from last round: 7\n"
+        "\nMajority vote from last round: 7.0\n"  # DAR writes the vote as np.round(float(x), 1)
         f"\nThis was your most recent opinion:\n{opinion(said[2], result, 1)}\n"
         "\n\nUse these opinions carefully as additional advice to revise your recent opinion to give your final "
         f"answer to the question:\n            {question}{CHOI_DECIMAL}"
@@ -209,7 +209,7 @@ async def test_dar_round_prompts_and_filter_prompt_word_for_word() -> None:
             "\n    Your ONLY task is to choose a subset of agent_ids.\n    Return ONLY a Python-style list of agent_ids."
             "\n    Valid agent IDs: ['agent-1', 'agent-2', 'agent-3', 'agent-4']\n\n    Responses from agents: These "
             f"are the recent opinions from other agents: Agent IDs and their responses:\n{replies_with_ids}"
-            "\nMajority vote from last round: 7\n\n    Criteria: choose agents whose opinions differ the most and "
+            "\nMajority vote from last round: 7.0\n\n    Criteria: choose agents whose opinions differ the most and "
             "differ to majority vote answer.",
         )
     ]
@@ -343,7 +343,7 @@ async def test_text_based_filter_keeps_the_agents_whose_replies_it_returns() -> 
         "Agent IDs and their responses:\n\nagent-1:\nreply 1 is {final answer: 7}"
     )
     assert prompt.endswith(
-        "\nMajority vote from last round: 7\n\n            Criteria: choose responses whose opinions differ the "
+        "\nMajority vote from last round: 7.0\n\n            Criteria: choose responses whose opinions differ the "
         "most and differ to majority vote answer.\n            "
     )
     agents = scripted_agents(*[[f"reply {i}", "done"] for i in range(1, 5)])
@@ -390,3 +390,28 @@ async def test_an_agent_whose_kept_peers_are_only_itself_hears_everyone_as_in_da
 )
 def test_filter_replies_are_read_as_dar_reads_them(text: str, ids: list[int] | None) -> None:
     assert parse_selection(text, ["agent-1", "agent-2", "agent-3", "agent-4"]) == ids
+
+
+def test_dar_writes_a_numeric_vote_as_a_float_rounded_to_one_decimal() -> None:
+    # DAR src/main.py: the last vote is its evaluator's np.round(float(x), 1), written as Python writes a float
+    from moot.debate.components.cues import dar_vote
+
+    assert [dar_vote(v) for v in ["7", "-332", "2.5", "0", "1234567"]] == ["7.0", "-332.0", "2.5", "0.0", "1234567.0"]
+    assert [dar_vote(v) for v in ["B", "(B)", "a summary", None]] == ["B", "(B)", "a summary", None]
+
+
+async def test_the_last_vote_cue_in_chat_history_writes_a_numeric_vote_as_dar_does() -> None:
+    agents = scripted_agents(["so -332", "done"], ["it is -332", "done"], ["5", "done"])
+    protocol = resolve_protocol("society", agents=3, rounds=2, components={"vote_cue": True})
+    await run_debate(ARITHMETIC, ArithmeticTask(), protocol, agents, caller=Caller())
+    update = sent(agents[0])[1][-1].content
+    assert update.startswith("Majority vote from last round: -332.0\n\n")  # the vote -332 as DAR writes it
+    tie = scripted_agents(["no number", "done"], ["none here", "done"])
+    await run_debate(
+        ARITHMETIC,
+        ArithmeticTask(),
+        resolve_protocol("society", agents=2, rounds=2, components={"vote_cue": True}),
+        tie,
+        caller=Caller(),
+    )
+    assert sent(tie[0])[1][-1].content.startswith("Majority vote from last round: none\n\n")  # no vote: as before

@@ -204,6 +204,7 @@ FIELD_VALUES: dict[str, tuple[str, Any, Any]] = {
     "stopping": ("society", {"kind": "consensus", "fraction": 0.6}, "consensus"),
     "aggregation": ("confidence-weighted", "majority", "majority"),
     "tie_rule": ("society", "random", "random"),
+    "instruction": ("society", "none", "none"),
 }
 
 
@@ -215,6 +216,7 @@ def _held(spec: ProtocolSpec, field: str) -> Any:
         "confidence_scale": lambda: spec.stated_confidence_scale,
         "retain_fraction": lambda: spec.retention.fraction,
         "tie_rule": lambda: spec.tie_rule,
+        "instruction": lambda: spec.instruction,
     }.get(field, lambda: getattr(spec, field).kind)()
 
 

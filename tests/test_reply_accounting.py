@@ -134,10 +134,17 @@ def test_the_report_counts_truncated_and_missing_confidence_beside_unparsed(run:
     assert counts["confidence"].confidence_text == "confidence missing in 8 of 12 replies"
     (section,) = sections(report)
     (table,) = [t for t in section.tables if t.key == "replies"]
-    assert table.columns == ("condition", "replies", "unparsed", "truncated", "confidence missing")
-    assert table.rows == (("society", "12", "4", "4", "—"), ("confidence", "12", "4", "4", "8 of 12"))
+    assert table.columns == (
+        "condition",
+        "replies",
+        "unparsed",
+        "truncated",
+        "confidence missing",
+        "rulings unreadable",
+    )
+    assert table.rows == (("society", "12", "4", "4", "—", "—"), ("confidence", "12", "4", "4", "8 of 12", "—"))
     assert "weight 0" in table.note
-    assert "| confidence | 12 | 4 | 4 | 8 of 12 |" in report_markdown(report)
+    assert "| confidence | 12 | 4 | 4 | 8 of 12 | — |" in report_markdown(report)
     truncated_views = [t for tr in report.transcripts for r in tr.rounds for t in r.turns if t.truncated]
     assert len(truncated_views) == 2 * QUESTIONS * 2 and {t.agent for t in truncated_views} == {"agent-3"}
 
@@ -175,3 +182,19 @@ def test_moot_run_prints_the_counts_with_its_totals(run: Path, monkeypatch: pyte
     assert "truncated" in text and "4/12" in text and "8/24" in text
     assert "confidence: confidence missing in 8 of 12 replies" in text
     assert "society: confidence missing" not in text
+
+
+def test_rulings_no_reader_can_read_are_counted() -> None:
+    """A moderator's JSON with LaTeX escapes and a Python dict are read (Liang's code reads them with eval);
+    prose and a ruling cut off inside its object are not, and are counted as unreadable."""
+    from moot.analysis.report import reply_counts
+    from moot.debate.records import JudgeVerdict
+
+    texts = (
+        '```json\n{"Supported Side": "Affirmative", "Reason": "it is \\(155\\)", "debate_answer": "155"}\n```',
+        "{'Whether there is a preference': 'Yes', 'debate_answer': '-332'}",
+        "The affirmative side is right: 155.",
+        '{"Reason": "The value of 12 + 18 * 9 is',
+    )
+    counts = reply_counts((), False, [JudgeVerdict(t, None, None, 0, 0, 0.0) for t in texts])
+    assert (counts.rulings, counts.rulings_unreadable) == (4, 2)

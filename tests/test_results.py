@@ -99,6 +99,10 @@ def test_hand_checked_figures_in_the_document() -> None:
     a = [_row("a", q, q < 7) for q in range(10)]
     b = [_row("b", q, q in (4, 5, 6, 9)) for q in range(10)]
     b[0] = b[0].model_copy(update={"status": "unparsed"})  # wrong either way; counted apart
+    # The strict reader: A as moot reads it; B right on q0-q6 and q9, so A only on none, B only on q9: p = 1,
+    # B better, against moot's A better: the verdict breaks under strict (the paper's reader has no column here)
+    a = [r.model_copy(update={"correct_strict": r.correct}) for r in a]
+    b = [r.model_copy(update={"correct_strict": q < 7 or q == 9}) for q, r in enumerate(b)]
     assert condition_figures("a", a).accuracy == wilson(7, 10)
     paired = compare(a, b)
     assert (paired.a_only, paired.b_only, paired.mcnemar_p) == (4, 1, 0.375)
@@ -127,17 +131,26 @@ def test_hand_checked_figures_in_the_document() -> None:
     assert "| b | 10 | 60.0% | 40.0% [16.8, 68.7] | 3.0 | 150 | 0 | 1 | 0 |" in text
     # paper +20 points, moot +30 with exact p 0.375 (one comparison: Holm leaves it)
     line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
-    assert line.startswith("| a − b | +20.0 | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 | direction only |")
+    assert line.startswith("| a − b | +20.0 | +30.0 [") and line.endswith(
+        "| 4 / 1 | 0.375 | 0.375 | direction only | breaks under: strict |"
+    )
+    assert (
+        "not applicable here: paper. Under each reader: a − b: moot +30.0, Holm p 0.375; strict -10.0, Holm p 1.000."
+        in text
+    )
     assert "complete; model qwen2.5-1.5b; wall time 10 min over 1 session" in text
     assert "The paper's setting" not in text  # none given
     # moot's own comparison (no figures, no stated directions): no paper or verdict columns
     own = paper.model_copy(update={"figure": (), "setting": "every family on arithmetic"})
     text = render(Papers(paper=(own,)), {"toy": (facts, a + b)})
-    assert "The setting: every family on arithmetic." in text and "paper" not in text.split("### ")[1]
+    # (the readers line below the table still names the reader called "paper")
+    assert (
+        "The setting: every family on arithmetic." in text and "paper" not in text.split("### ")[1].split("Readers:")[0]
+    )
     assert "| a | 10 | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 | 0 |" in text
-    assert "| difference (points) | moot, 95% CI | only A / only B right | exact p | Holm p |" in text
+    assert "| difference (points) | moot, 95% CI | only A / only B right | exact p | Holm p | readers |" in text
     line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
-    assert line.startswith("| a − b | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 |")
+    assert line.startswith("| a − b | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 | breaks under: strict |")
 
 
 def test_stated_directions_are_compared_where_the_paper_gives_no_figures() -> None:
@@ -171,11 +184,11 @@ def test_stated_directions_are_compared_where_the_paper_gives_no_figures() -> No
     lines = render(Papers(paper=(paper,)), {"toy": (facts, a + b + c)}).splitlines()
     rows = [x for x in lines if "| a − b |" in x or "| c − b |" in x or "| c − a |" in x]
     assert [r.split(" | ")[0] for r in rows] == ["| a − b", "| c − b", "| c − a"]  # ranked: +30, -10, -40
-    assert rows[0].startswith("| a − b | — | +30.0 [") and rows[0].endswith("| 4 / 1 | 0.375 | 0.750 | — |")
+    assert rows[0].startswith("| a − b | — | +30.0 [") and rows[0].endswith("| 4 / 1 | 0.375 | 0.750 | — | robust |")
     assert rows[1].startswith("| c − b | better (stated) | -10.0 [")
-    assert rows[1].endswith("| 2 / 3 | 1.000 | 1.000 | no, reversed |")
+    assert rows[1].endswith("| 2 / 3 | 1.000 | 1.000 | no, reversed | robust |")
     assert rows[2].startswith("| c − a | worse (stated) | -40.0 [")
-    assert rows[2].endswith("| 1 / 5 | 0.219 | 0.656 | direction only |")
+    assert rows[2].endswith("| 1 / 5 | 0.219 | 0.656 | direction only | robust |")
     assert "Against b and in the pairs the paper states a direction for, paired on the same questions" in "\n".join(
         lines
     )

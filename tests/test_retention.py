@@ -74,7 +74,7 @@ async def test_dar_keeps_the_filtered_ids_for_everyone_with_both_cues() -> None:
     # agents 2 and 3 hear agents 1 and 4; agent 1 hears only agent 4; agent 4 only agent 1
     assert first.forwarded == 2 + 2 + 1 + 1
     prompt = sent(agents[1])[1].messages[-1].content
-    assert "\nMajority vote from last round: 7\n\nThis was your most recent opinion:" in prompt  # DAR's place
+    assert "\nMajority vote from last round: 7.0\n\nThis was your most recent opinion:" in prompt  # as DAR writes it
     assert (
         "\na0 says {final answer: 7}\n\nUncertainty score (Average Negative Log Likelihood) for this response: "
         in prompt
@@ -90,7 +90,7 @@ async def test_dar_keeps_the_filtered_ids_for_everyone_with_both_cues() -> None:
     filter_prompt = sent(filt)[0].messages[-1].content
     assert (
         "\nagent-1:\na0 says {final answer: 7}\n" in filter_prompt
-        and "\nMajority vote from last round: 7\n" in filter_prompt
+        and "\nMajority vote from last round: 7.0\n" in filter_prompt
     )
 
 

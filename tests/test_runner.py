@@ -175,7 +175,7 @@ def test_unreadable_and_incompatible_stores_are_clear_errors(tmp_path: Path) -> 
     db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(StoreError, match=r"written by moot .* with store schema 99; this moot .* reads schema 2"):
+    with pytest.raises(StoreError, match=r"written by moot .* with store schema 99; this moot .* reads schema 3"):
         RunStore.open(path)
 
 
@@ -389,6 +389,7 @@ def test_a_grown_run_replays_the_calls_of_the_smaller_one_and_leaves_it_untouche
     assert len(first) == 4 and first < {r["question_id"] for r in stored(grown)}  # the seeded draw grows
     assert [r for r in stored(grown) if r["question_id"] in first] == stored(small)
     assert RunStore.open(grown).count("calls") == 7 * per_question
+    assert RunStore.open(grown).meta()["copied_calls"] == 4 * per_question  # the run records what it copied
     # the grown store needs its source no more: rerun without it, nothing is called
     small.unlink()
     again = run(experiment(THREE, count=7), grown, retry_errors=True)
@@ -450,3 +451,20 @@ def test_moot_run_calls_from_says_what_it_copied_and_what_it_could_not_find(tmp_
     assert done.exit_code == 0, done.output
     assert f"calls_from: {tmp_path / 'gone.sqlite'} does not exist: its calls are made afresh" in done.output
     assert "model calls 1 · replayed from the store 2 (2 from other runs' stores) · questions run 3" in done.output
+
+
+def test_a_session_can_run_some_arms_and_a_later_one_the_rest(tmp_path: Path) -> None:
+    """``--condition``: only the named arms run (their calls stored once); the store stays the whole
+    experiment's, so the next session runs the others, replaying the shared round 0."""
+    path = tmp_path / "run.sqlite"
+    first = run(experiment(THREE), path, conditions=("vote",))
+    assert (first.units, first.ran, first.skipped, first.calls) == (12, 4, 0, 4 * 3)
+    assert {r["condition"] for r in stored(path)} == {"vote"}
+    assert RunStore.open(path).meta()["status"] == "incomplete"
+    again = run(experiment(THREE), path, conditions=("vote", "single"))
+    assert (again.ran, again.skipped, again.calls) == (4, 4, 0)  # single is agent-1's round 0 of the vote
+    rest = run(experiment(THREE), path)
+    assert (rest.ran, rest.skipped, rest.calls) == (4, 8, 4 * 3 * 2)  # society's two debate rounds only
+    assert RunStore.open(path).meta()["status"] == "complete"
+    with pytest.raises(ConfigError, match=r"condition 'liang' is not in this experiment; its conditions: single, vote"):
+        run(experiment(THREE), path, conditions=("liang",))

@@ -14,6 +14,7 @@ import pytest
 from moot.analysis import build_report
 from moot.analysis.render import report_markdown
 from moot.backends.base import Message, TokenLogprob
+from moot.debate.agents import Sampling
 from moot.debate.protocols import PRESETS
 from moot.debate.records import (
     DebateResult,
@@ -25,11 +26,14 @@ from moot.debate.records import (
     Turn,
     Vote,
 )
+from moot.errors import ConfigError
+from moot.runner import config as config_module
 from moot.runner.config import ResolvedCondition, fingerprint_hash, parse_experiment, resolve, results_fingerprint
 from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.records import StoredResult
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
 from moot.runner.summary import question_rows, summarize, summary_json
+from moot.tasks import get_task
 from moot.tasks.base import ParseStatus, Question
 from tests.fixtures.analysis_run import PRICE, make_run
 
@@ -122,7 +126,7 @@ def test_calls_sessions_meta_and_conditions_are_typed(run: Path) -> None:
     store = RunStore.open(run)
     try:
         meta = store.run_meta()
-        assert (meta.name, meta.status, meta.schema_version, meta.migrated_from) == ("analysis", "complete", 2, None)
+        assert (meta.name, meta.status, meta.schema_version, meta.migrated_from) == ("analysis", "complete", 3, None)
         assert meta.config.prices["debater"].prompt == PRICE["prompt"] and meta.summary == summary_json(store)
         assert meta.round0_sharing["vote"] == ("single", "society") and meta.models["debater"].backend == "scripted"
         conditions = store.conditions()
@@ -149,7 +153,8 @@ def test_calls_sessions_meta_and_conditions_are_typed(run: Path) -> None:
 # tests/fixtures/store_v1.sqlite was written by moot's schema-1 code (before the typed read side) with the
 # experiment below; store_v1.report.md and store_v1.summary.json are what that code reported from it.
 # Since then one figure was corrected (issue 14): "dc" (a diverse round 0: 6 candidate calls, 3 kept) used 9
-# calls, not the 6 kept turns, so its and the total's used calls and tokens count its whole pool.
+# calls, not the 6 kept turns, so its and the total's used calls and tokens count its whole pool; and the
+# report gained tables (issue 37: the replies table counts unreadable rulings, reader sensitivity).
 V1_EXPERIMENT = {
     "name": "store-v1",
     "seeds": [0],
@@ -193,6 +198,8 @@ def v1_presets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {name for name in stored if stored[name].model_dump() != today[name].model_dump()} == CHANGED_PRESETS
     for name in CHANGED_PRESETS:
         monkeypatch.setitem(PRESETS, name, stored[name])
+    # and a helper's default sampling as it was then: temperature 0 (issue 37: now the agents')
+    monkeypatch.setattr(config_module, "helper_sampling", lambda protocol, first: Sampling(temperature=0.0))
 
 
 def schema_version(path: Path) -> object:
@@ -322,3 +329,52 @@ def test_a_store_from_a_newer_or_unknown_moot_is_refused_by_name(tmp_path: Path,
         rf"schema {SCHEMA_VERSION}$",
     ):
         RunStore.open(path)
+
+
+def test_a_schema_2_store_names_each_arms_instruction_and_stays_resumable(tmp_path: Path) -> None:
+    """Schema 3 records what every arm's agents were instructed: a schema-2 Liang arm sent its debater meta
+    prompt alone (instruction none), every other arm the task's instruction (task). The migrated store
+    resumes under the file that says so, and is refused under today's Liang default (task), whose
+    debaters now also get the task's instruction: its requests differ."""
+    experiment = {
+        "name": "v2",
+        "tasks": [{"name": "arithmetic", "count": 2, "seed": 0}],
+        "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
+        "conditions": [
+            {"name": "vote", "protocol": "vote", "agents": 3},
+            {"name": "liang", "protocol": "liang", "rounds": 2, "instruction": "none"},
+        ],
+    }
+    config = parse_experiment(experiment)
+    path = tmp_path / "v2.sqlite"
+    asyncio.run(run_experiment(config, path, RunOptions()))
+    db = sqlite3.connect(path)  # written back as moot's schema-2 code wrote it: no instruction anywhere
+    old_forms = {}
+    for name, text in db.execute("SELECT name, config FROM conditions").fetchall():
+        condition = json.loads(text)
+        del condition["protocol"]["instruction"]
+        old_forms[name] = condition
+        db.execute("UPDATE conditions SET config = ? WHERE name = ?", (json.dumps(condition), name))
+    fingerprint = results_fingerprint(config, resolve(config)) | {"conditions": list(old_forms.values())}
+    db.execute("UPDATE meta SET value = ? WHERE key = 'fingerprint_hash'", (json.dumps(fingerprint_hash(fingerprint)),))
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.execute("DELETE FROM meta WHERE key = 'instructions'")
+    db.commit()
+    db.close()
+
+    store = RunStore.open(path)
+    try:
+        assert {n: c.protocol.instruction for n, c in store.conditions().items()} == {"vote": "task", "liang": "none"}
+        assert store.meta()["instructions"] == {"arithmetic": get_task("arithmetic").system_prompt}
+    finally:
+        store.close()
+    outcome = asyncio.run(run_experiment(config, path, RunOptions()))
+    assert (outcome.ran, outcome.calls) == (0, 0)
+    today = parse_experiment(
+        {
+            **experiment,
+            "conditions": [*experiment["conditions"][:1], {"name": "liang", "protocol": "liang", "rounds": 2}],
+        }
+    )  # type: ignore[index]
+    with pytest.raises(ConfigError, match="holds a run of a different experiment"):
+        asyncio.run(run_experiment(today, path, RunOptions()))

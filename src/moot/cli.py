@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -157,7 +158,29 @@ def run(
     ] = None,
     data: Annotated[
         str | None,
-        typer.Option(help='The task\'s questions from "hub" (Hugging Face) or a local JSONL/CSV file in its schema.'),
+        typer.Option(
+            help='The task\'s questions from "hub" (Hugging Face) or a local JSONL/CSV file in its schema; '
+            "with --format, the data file (JSONL, CSV or Parquet) that is the task, --task naming it."
+        ),
+    ] = None,
+    data_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="Make the --data file a task: number, choice or text (how answers are asked, read and scored).",
+        ),
+    ] = None,
+    field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--field",
+            metavar="KEY=COLUMN",
+            help="With --format, the file's column for a key, repeatable: question, answer, choices (choice), id.",
+        ),
+    ] = None,
+    prompt: Annotated[
+        str | None,
+        typer.Option(help='With --format, a question template over the row, e.g. "Q: {question}".'),
     ] = None,
     questions: Annotated[
         int | None,
@@ -202,6 +225,15 @@ def run(
             "repeatable, added to the file's calls_from.",
         ),
     ] = None,
+    condition: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--condition",
+            metavar="<name>",
+            help="Run only this condition's questions this session (repeatable); the store stays the whole "
+            "experiment's, and a later run without it runs the rest.",
+        ),
+    ] = None,
     *,
     shared: dict[str, Any],
 ) -> None:
@@ -212,17 +244,23 @@ def run(
     from moot.errors import ConfigError
     from moot.runner.config import load_experiment
     from moot.runner.experiment import Experiment, RunOptions, check_output, default_output
-    from moot.runner.options import AgentOptions
+    from moot.runner.options import AgentOptions, FileTaskOptions
 
     options = AgentOptions.of(**shared)
+    file_task = FileTaskOptions(format=data_format, fields=tuple(field or ()), prompt=prompt)
     if experiment is not None:
         defining = {"--protocol": protocol, "--task": task, "--questions": questions, "--data": data}
-        given = [*(name for name, value in defining.items() if value is not None), *options.given()]
+        given = [
+            *(name for name, value in defining.items() if value is not None),
+            *file_task.given(),
+            *options.given(),
+        ]
         if given:
             raise ConfigError(f"{', '.join(given)} cannot be combined with an experiment file; edit the file instead")
         config = load_experiment(experiment)
     else:
-        config = options.experiment(protocol or ["society"], task or "arithmetic", questions, data)
+        file_options = file_task if file_task.given() else None
+        config = options.experiment(protocol or ["society"], task or "arithmetic", questions, data, file_options)
     if no_share_round0:
         config = config.model_copy(update={"share_round0": False})
     if concurrency is not None:
@@ -240,7 +278,8 @@ def run(
             console.print(
                 f"calls_from: {missing} does not exist: its calls are made afresh", markup=False, soft_wrap=True
             )
-        _run_and_report(exp, RunOptions(use_cache=not no_cache, retry_errors=retry_errors), resumed)
+        chosen = tuple(condition) if condition else None
+        _run_and_report(exp, RunOptions(use_cache=not no_cache, retry_errors=retry_errors, conditions=chosen), resumed)
     finally:
         exp.close()
 
@@ -738,12 +777,27 @@ def version_callback(value: bool) -> None:
 
 
 @app.callback()
+@reports_errors
 def main_options(
     version: Annotated[
         bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version.")
     ] = False,
+    plugin: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--plugin",
+            metavar="<file>",
+            help="A Python file of your own rules or tasks to load first (repeatable): `moot --plugin mine.py "
+            "run ...`. Installed packages that declare moot entry points need none.",
+        ),
+    ] = None,
 ) -> None:
     """Multi-agent debate with language models."""
+    if plugin:
+        from moot.debate.registry import load_plugin
+
+        for path in plugin:
+            load_plugin(path)
 
 
 reflow_help(app)
@@ -763,4 +817,8 @@ def main() -> None:
     # `kill PID` (a job scheduler, a session's end) stops moot as Ctrl-C does: the run says it was
     # interrupted, its managed server is stopped, and rerunning resumes
     signal.signal(signal.SIGTERM, _terminated)
-    app()
+    try:
+        app()
+    except MootError as exc:  # a command without its own reporting (a plug-in failing to load in any command)
+        print(f"moot: error: {exc}", file=sys.stderr)
+        sys.exit(2)

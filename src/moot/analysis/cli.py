@@ -28,6 +28,15 @@ app = typer.Typer(
 Run = Annotated[Path, typer.Argument(help="A run's SQLite store (see `moot runs`).")]
 Seed = Annotated[int, typer.Option(help="Seed of every bootstrap resampling.")]
 Resamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")]
+Reader = Annotated[
+    str,
+    typer.Option(
+        "--reader",
+        help="Score the final answers of the main tables as this reader reads the stored replies: moot (its own "
+        "reading), paper (the paper's own parser) or strict (only the format asked for). The reader-sensitivity "
+        "tables show every reader either way.",
+    ),
+]
 
 
 def _console() -> Any:
@@ -68,6 +77,7 @@ def report(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no tables in the terminal.")] = False,
     seed: Seed = 0,
     resamples: Resamples = 10_000,
+    reader: Reader = "moot",
 ) -> None:
     """Accuracy with intervals, paired tests, rounds, transitions, oracles, task metrics and calibration of a run.
 
@@ -75,10 +85,13 @@ def report(
     over seeds are shown beside). Prints the tables and writes one self-contained HTML file: tables,
     plots, every debate's transcript. The run is read, never written.
     """
+    from moot.analysis.readers import get_reader
     from moot.analysis.render import print_report, report_markdown
     from moot.analysis.report import build_report
     from moot.errors import MootError
     from moot.outputs import check_output, write_output
+
+    get_reader(reader)  # an unknown reader: one error line, before any work
 
     to_stdout = markdown is not None and str(markdown) == "-"
     html_path = None if no_html else html or default_html_path(run)
@@ -86,7 +99,7 @@ def report(
         check_output(html_path, force=force, default=html is None, reading=run)
     if markdown is not None and not to_stdout:
         check_output(markdown, force=force, reading=run)
-    result = build_report(run, seed=seed, resamples=resamples)
+    result = build_report(run, seed=seed, resamples=resamples, reader=reader)
     console = _console()
 
     def say(message: str) -> None:
@@ -122,6 +135,7 @@ def compare(
     task: Annotated[str | None, typer.Option("--task", "-t", help="Only this task (default: every task).")] = None,
     seed: Seed = 0,
     resamples: Resamples = 10_000,
+    reader: Reader = "moot",
 ) -> None:
     """The paired comparison of two conditions on the questions both answered.
 
@@ -131,7 +145,8 @@ def compare(
     from moot.analysis.render import print_comparison
     from moot.analysis.report import compare_conditions
 
-    print_comparison(compare_conditions(run, a, b, task=task, seed=seed, resamples=resamples), _console())
+    pairs = compare_conditions(run, a, b, task=task, seed=seed, resamples=resamples, reader=reader)
+    print_comparison(pairs, _console())
 
 
 @reports_errors

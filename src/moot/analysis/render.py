@@ -17,6 +17,14 @@ def header_lines(report: Report) -> list[str]:
         f"run {report.name} ({report.path}), status {report.status or 'unknown'}, moot {report.moot_version}",
         f"wall time of its sessions {fixed(report.wall_s, 1)} s; "
         f"bootstrap: {report.resamples:,} resamples, seed {report.seed}",
+        *(
+            [
+                f"final answers read by the {report.reader!r} reader (moot's where it does not apply); rounds, "
+                "transitions and oracles keep moot's reading"
+            ]
+            if report.reader != "moot"
+            else []
+        ),
     ]
 
 

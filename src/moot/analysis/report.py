@@ -33,6 +33,7 @@ from typing import overload
 from moot.analysis import stats
 from moot.analysis.calibration import Calibration, ConfidenceSpread, calibrate, confidence_spread, to_probabilities
 from moot.analysis.formatting import percent
+from moot.analysis.readers import MOOT, TaskReaders, correctness_by_reader, get_reader, reread, task_readers
 from moot.analysis.transitions import (
     AgentChanges,
     Diversity,
@@ -212,6 +213,8 @@ class ReplyCounts:
     unparsed: int
     truncated: int
     confidence_missing: int | None
+    rulings: int = 0  # judges' and moderators' verdicts (Liang's per round and final; a stopping judge's)
+    rulings_unreadable: int = 0  # of those, the ones no reader could read (after the repair call, if any)
 
     @property
     def confidence_text(self) -> str:
@@ -221,14 +224,23 @@ class ReplyCounts:
         return f"confidence missing in {self.confidence_missing} of {self.replies} replies"
 
 
-def reply_counts(turns: Iterable[TurnView], confidence_asked: bool) -> ReplyCounts:
-    """Count the agents' replies ``turns``: unparsed, truncated and (where asked) missing a confidence."""
+def reply_counts(
+    turns: Iterable[TurnView], confidence_asked: bool, verdicts: Iterable[JudgeVerdict] = ()
+) -> ReplyCounts:
+    """Count the agents' replies ``turns``: unparsed, truncated and (where asked) missing a confidence; and
+    the judges' and moderators' ``verdicts`` that no reader of JSON-like rulings can read
+    (``moot.debate.components.stopping.judge.read_object``), which count as unreadable, never guessed."""
+    from moot.debate.components.stopping.judge import read_object
+
     listed = list(turns)
+    rulings = [v.text for v in verdicts]
     return ReplyCounts(
         replies=len(listed),
         unparsed=sum(not t.parsed for t in listed),
         truncated=sum(t.truncated for t in listed),
         confidence_missing=sum(t.confidence is None for t in listed) if confidence_asked else None,
+        rulings=len(rulings),
+        rulings_unreadable=sum(read_object(text) is None for text in rulings),
     )
 
 
@@ -298,6 +310,7 @@ class PairReport:
     accuracy_applies: bool = True  # False for a task scored only by its metric (biographies)
     questions: int = 0  # questions both answered
     seeds: int = 1  # distinct seeds among them
+    readers: TaskReaders | None = None  # ``moot compare``: the pair under each documented reader
 
     @property
     def unit(self) -> str:
@@ -320,6 +333,7 @@ class TaskReport:
     seeds: tuple[int, ...] = ()  # distinct seeds
     metric_name: str | None = None  # the task card's description of its metric, where results carry one
     accuracy_applies: bool = True  # False for a task scored only by its metric (biographies)
+    readers: TaskReaders | None = None  # accuracy and every pair's verdict under each documented reader
 
     @property
     def repeated(self) -> bool:
@@ -348,6 +362,7 @@ class Report:
     condition_names: tuple[str, ...]
     tasks: tuple[TaskReport, ...]
     transcripts: Sequence[Transcript]  # every result's transcript, in the run's order (``StoredTranscripts``)
+    reader: str = MOOT  # the reader of the final answers the main tables score (``moot.analysis.readers``)
 
 
 # -- reading the store --------------------------------------------------------------------
@@ -787,6 +802,7 @@ def _condition_report(
         replies=reply_counts(
             (turn for t in transcripts for r in t.rounds for turn in r.turns),
             condition is not None and condition.protocol.confidence is not None,
+            [v for t in transcripts for v in (*(r.judge for r in t.rounds), t.final_judge) if v is not None],
         ),
     )
 
@@ -854,6 +870,7 @@ def _task_report(
     usage: dict[tuple[str, str], Usage],
     seed: int,
     resamples: int,
+    rereads: Mapping[ResultKey, Mapping[str, bool | None]] | None = None,
 ) -> TaskReport:
     results: dict[str, dict[UnitKey, Transcript]] = {n: {} for n in names}
     for t in transcripts:
@@ -872,6 +889,16 @@ def _task_report(
         for i, a in enumerate(present)
         for b in present[i + 1 :]
     ]
+    sensitivity = None
+    if rereads is not None and accuracy_applies:
+        sensitivity = task_readers(
+            correctness_by_reader(rereads, task),
+            {n: conditions.get(n) for n in present},
+            [(p.a, p.b) for p in pairs],
+            len(present) >= 3,  # Holm over the task's pairs, as the pairs table
+            seed,
+            resamples,
+        )
     cochran = None
     if len(present) >= 3:
         adjusted = stats.holm([p.accuracy.mcnemar_p for p in pairs])
@@ -891,6 +918,7 @@ def _task_report(
         seeds=tuple(sorted({t.seed for t in transcripts})),
         metric_name=metric_name,
         accuracy_applies=accuracy_applies,
+        readers=sensitivity,
     )
 
 
@@ -900,11 +928,22 @@ def _open(run: RunStore | Path | str) -> tuple[RunStore, bool]:
     return RunStore.read(Path(run)), True  # read-only: a report changes nothing on disk
 
 
-def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = stats.DEFAULT_RESAMPLES) -> Report:
-    """The report of a stored run (a path or an open store). ``seed`` and ``resamples`` fix every bootstrap.
+def under_reader(t: Transcript, correct: Mapping[str, bool | None], reader: str) -> Transcript:
+    """``t`` with its final answer scored as ``reader`` reads it (moot's where the reader does not apply).
+    Only the final correctness changes: rounds, transitions and oracles keep moot's reading."""
+    value = correct.get(reader)
+    return t if reader == MOOT or value is None else replace(t, correct=value)
+
+
+def build_report(
+    run: RunStore | Path | str, seed: int = 0, resamples: int = stats.DEFAULT_RESAMPLES, reader: str = MOOT
+) -> Report:
+    """The report of a stored run (a path or an open store). ``seed`` and ``resamples`` fix every bootstrap;
+    ``reader`` (``moot.analysis.readers``) scores the final answers of the main tables (default: moot's own).
 
     The store is read one result at a time; the statistics keep each result's lean transcript and the
     calls it used, and ``Report.transcripts`` reads the full transcripts again when iterated."""
+    get_reader(reader)  # an unknown name fails before any work
     store, owned = _open(run)
     try:
         if store.count("results") == 0:
@@ -915,8 +954,12 @@ def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = sta
         used: list[UsedCalls] = []
         diversities = Diversities()
         measured: list[int] = []  # the transcripts with rounds whose retained diversity the report measures
+        rereads: dict[ResultKey, dict[str, bool | None]] = {}  # each result's correctness under each reader
         for r in store.iter_results():
-            transcripts.append(transcript(r, conditions.get(r.condition), lean=True))
+            rereads[r.key] = reread(r, conditions.get(r.condition))
+            transcripts.append(
+                under_reader(transcript(r, conditions.get(r.condition), lean=True), rereads[r.key], reader)
+            )
             used.append(used_calls(r))
             if diversities.add(r):
                 measured.append(len(transcripts) - 1)
@@ -939,10 +982,13 @@ def build_report(run: RunStore | Path | str, seed: int = 0, resamples: int = sta
             seed=seed,
             resamples=resamples,
             condition_names=tuple(names),
-            tasks=tuple(_task_report(task, names, conditions, by_task[task], paid, seed, resamples) for task in tasks),
+            tasks=tuple(
+                _task_report(task, names, conditions, by_task[task], paid, seed, resamples, rereads) for task in tasks
+            ),
             transcripts=StoredTranscripts(
                 store.path, (t.result_key for t in transcripts), diversities.values, diversities.measure
             ),
+            reader=reader,
         )
     finally:
         if owned:
@@ -956,17 +1002,28 @@ def compare_conditions(
     task: str | None = None,
     seed: int = 0,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    reader: str = MOOT,
 ) -> list[tuple[str, PairReport]]:
-    """The paired comparison of conditions A and B, per task (or on one ``task``)."""
+    """The paired comparison of conditions A and B, per task (or on one ``task``); ``reader`` scores the final
+    answers of the main tables (``under_reader``), and each pair is shown under every reader beside."""
+    get_reader(reader)
     store, owned = _open(run)
     try:
-        known = list(store.conditions())
+        conditions = store.conditions()
+        known = list(conditions)
         for name in (a, b):
             if name not in known:
                 raise AnalysisError(f"no condition {name!r} in {store.path}; conditions: {', '.join(known)}")
         if a == b:
             raise AnalysisError("compare two different conditions")
-        transcripts = [t for t in read_transcripts(store, lean=True) if t.condition in (a, b)]
+        transcripts = []
+        rereads: dict[ResultKey, dict[str, bool | None]] = {}
+        for r in store.iter_results():
+            if r.condition in (a, b):
+                rereads[r.key] = reread(r, conditions.get(r.condition))
+                transcripts.append(
+                    under_reader(transcript(r, conditions.get(r.condition), lean=True), rereads[r.key], reader)
+                )
         tasks = list(dict.fromkeys(t.task for t in transcripts))
         if task is not None:
             if task not in tasks:
@@ -980,7 +1037,18 @@ def compare_conditions(
                     results[t.condition][t.key] = t
             scored = any(t.scored for r in results.values() for t in r.values())
             metric_name, accuracy_applies = task_metric(name) if scored else (None, True)
-            out.append((name, pair_report(a, b, results, seed, resamples, metric_name, accuracy_applies)))
+            pair = pair_report(a, b, results, seed, resamples, metric_name, accuracy_applies)
+            if accuracy_applies:
+                sensitivity = task_readers(
+                    correctness_by_reader(rereads, name),
+                    {a: conditions.get(a), b: conditions.get(b)},
+                    [(a, b)],
+                    False,
+                    seed,
+                    resamples,
+                )
+                pair = replace(pair, readers=sensitivity)
+            out.append((name, pair))
         if not out or all(p.accuracy.n == 0 for _, p in out):
             raise AnalysisError(f"conditions {a!r} and {b!r} share no answered question in {store.path}")
         return out

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from moot.analysis import stats
 from moot.analysis.formatting import DASH, fixed, p_value, percent
+from moot.analysis.readers import MOOT, READERS, PairReaders, reader_pairs
 from moot.debate.records import FinalStatus
 from moot.errors import ConfigError, MootError
 from moot.outputs import check_output, write_output
@@ -109,6 +110,19 @@ class ResultRow(StrictModel):
     paid_calls: int
     paid_prompt_tokens: int
     paid_completion_tokens: int
+    # right under the paper's own parser and the strict reader (``moot.analysis.readers``); None (an empty
+    # CSV cell): the reader does not apply to the task
+    correct_paper: bool | None = None
+    correct_strict: bool | None = None
+
+    @field_validator("correct_paper", "correct_strict", mode="before")
+    @classmethod
+    def _empty(cls, value: object) -> object:
+        return None if value == "" else value
+
+    def correct_under(self, reader: str) -> bool | None:
+        """Right under ``reader`` (moot's: ``correct``); None where the reader does not apply."""
+        return self.correct if reader == MOOT else getattr(self, f"correct_{reader}")
 
 
 class RunFacts(StrictModel):
@@ -121,12 +135,15 @@ class RunFacts(StrictModel):
     fingerprint: str
     wall_s: float
     sessions: int
+    copied_calls: int = 0  # calls copied from other runs' stores (calls_from): their time is not in wall_s
     models: tuple[str, ...]
     planned: int  # results a complete run holds (questions x seeds x conditions)
     conditions: tuple[str, ...]  # in the experiment's order
 
 
 COLUMNS = tuple(ResultRow.model_fields)
+# the summaries' header before the readers' columns: a summary moot wrote then is still its own to replace
+EARLIER_COLUMNS = tuple(c for c in COLUMNS if c not in ("correct_paper", "correct_strict"))
 
 
 def read_papers(path: Path = PAPERS) -> Papers:
@@ -145,12 +162,14 @@ def read_papers(path: Path = PAPERS) -> Papers:
 def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
     """A run store's facts and one row per stored result, in the store's order (the order ``moot report``
     reads them in, so that its bootstrap resamples the questions alike; the store is read, never written)."""
+    from moot.analysis.readers import reread
     from moot.runner.store import RunStore
     from moot.runner.summary import usage, used_calls
 
     store = RunStore.read(store_path)
     try:
         meta = store.run_meta()
+        conditions = store.conditions()
         results = list(store.iter_results())
         models: set[str] = set()
         calls = list(store.iter_calls())  # read once: the models and the usage
@@ -161,6 +180,7 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
         rows = []
         for r in results:
             u = per_unit[r.key]
+            readings = reread(r, conditions.get(r.condition))
             rows.append(
                 ResultRow(
                     condition=r.condition,
@@ -176,6 +196,8 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
                     paid_calls=u.calls,
                     paid_prompt_tokens=u.prompt_tokens,
                     paid_completion_tokens=u.completion_tokens,
+                    correct_paper=readings["paper"],
+                    correct_strict=readings["strict"],
                 )
             )
         facts = RunFacts(
@@ -186,6 +208,7 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
             fingerprint=meta.fingerprint_hash,
             wall_s=round(sum(s.wall_s for s in sessions), 1),
             sessions=len(sessions),
+            copied_calls=int(store.meta().get("copied_calls", 0)),
             models=tuple(sorted(models)),
             planned=meta.config.planned_units(),
             conditions=tuple(c.name for c in meta.config.conditions),
@@ -200,7 +223,7 @@ def rows_csv(rows: Iterable[ResultRow]) -> str:
     writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: int(v) if isinstance(v, bool) else v for k, v in row.model_dump().items()})
+        writer.writerow({k: int(v) if isinstance(v, bool) else v for k, v in row.model_dump().items()})  # None: ""
     return out.getvalue()
 
 
@@ -252,6 +275,12 @@ class Comparison:
     holm_p: float
     paper_difference: float | None  # from the paper's figures
     paper_direction: Direction | None = None  # stated in words, where the paper has no figures for the pair
+    readers: PairReaders | None = None  # the verdict under each documented reader (Holm over the same family)
+
+    @property
+    def robustness(self) -> str:
+        """ "robust" or "breaks under: paper, strict" (the readers column)."""
+        return DASH if self.readers is None else self.readers.summary
 
     @property
     def paper(self) -> str:
@@ -319,6 +348,21 @@ def compare(a: Sequence[ResultRow], b: Sequence[ResultRow]) -> stats.PairedCompa
     return stats.compare_repeats([ga[q] for q in common], [gb[q] for q in common], SEED, RESAMPLES)
 
 
+def by_reader(
+    by_condition: Mapping[str, Sequence[ResultRow]],
+) -> dict[str, dict[str, dict[object, dict[int, bool | None]]]]:
+    """reader -> condition -> question id -> seed -> right under the reader (None: it does not apply)."""
+    out: dict[str, dict[str, dict[object, dict[int, bool | None]]]] = {}
+    for reader in READERS:
+        out[reader] = {}
+        for condition, rows in by_condition.items():
+            groups: dict[object, dict[int, bool | None]] = {}
+            for r in rows:
+                groups.setdefault(r.question_id, {})[r.seed] = r.correct_under(reader)
+            out[reader][condition] = groups
+    return out
+
+
 def _stated(paper: Paper) -> dict[tuple[str, str], Claim]:
     """The paper's stated directions by (condition, against), against defaulting to its baseline."""
     out: dict[tuple[str, str], Claim] = {}
@@ -341,13 +385,14 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
     pairs += [p for p in stated if p not in pairs and p[0] in by_condition and p[1] in by_condition]
     paired = [compare(by_condition[a], by_condition[b]) for a, b in pairs]
     adjusted = stats.holm([p.mcnemar_p for p in paired]) if paired else []
+    sensitivity = reader_pairs(by_reader(by_condition), pairs, True, SEED, RESAMPLES) if pairs else ()
     comparisons: list[Comparison] = []
-    for (a, b), p, h in zip(pairs, paired, adjusted):
+    for (a, b), p, h, r in zip(pairs, paired, adjusted, sensitivity):
         difference = None
         if a in paper_accuracy and b in paper_accuracy:
             difference = paper_accuracy[a] - paper_accuracy[b]
         claim = stated.get((a, b))
-        comparisons.append(Comparison(a, b, p, h, difference, None if claim is None else claim.direction))
+        comparisons.append(Comparison(a, b, p, h, difference, None if claim is None else claim.direction, r))
     return TaskFigures(
         task,
         len({r.question_id for r in mine}),
@@ -446,6 +491,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 p_value(c.paired.mcnemar_p),
                 p_value(c.holm_p),
                 c.verdict,
+                c.robustness,
             ]
             for c in ranked
         ]
@@ -458,11 +504,13 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 "exact p",
                 "Holm p",
                 "reproduces",
+                "readers",
             ],
             body,
-            [False, True, True, True, True, True, False],
+            [False, True, True, True, True, True, False, False],
             drop,
         )
+        lines += ["", _readers_line(t)]
     notes = [f for f in paper_accuracy.values() if f.note]
     sources = sorted({f.where for f in paper_accuracy.values()})
     if sources:
@@ -479,6 +527,34 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
     return lines + [""]
 
 
+def _readers_line(t: TaskFigures) -> str:
+    """Which readers apply to the task's comparisons, and each broken verdict's figures under them."""
+    missing = sorted(
+        {v.reader for c in t.comparisons if c.readers is not None for v in c.readers.verdicts if not v.applies}
+    )
+    line = (
+        "Readers: the verdict re-derived from the stored replies under moot's reading, the paper's own parser "
+        "(Du et al.'s parse_answer; Choi et al.'s evaluator for their templates) and a strict reader (only the "
+        "format the prompt asked for), each with Holm's adjustment over the same comparisons; robust where "
+        "every applicable reader agrees in direction and significance (Holm p < 0.05)"
+    )
+    if missing:
+        line += f"; not applicable here: {', '.join(missing)}"
+    broken = []
+    for c in t.comparisons:
+        if c.readers is None or c.readers.robust:
+            continue
+        parts = [
+            f"{v.reader} {_points(v.comparison.difference)}, Holm p {p_value(v.p)}"
+            for v in c.readers.verdicts
+            if v.comparison is not None
+        ]
+        broken.append(f"{c.a} − {c.b}: {'; '.join(parts)}")
+    if broken:
+        line += ". Under each reader: " + " / ".join(broken)
+    return line + "."
+
+
 def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | None) -> list[str]:
     lines = [f"## {paper.title}", ""]
     lines.append(f"`moot run {EXPERIMENTS / paper.file}.toml` then `moot report {STORES / paper.file}.sqlite`.")
@@ -492,8 +568,13 @@ def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | Non
         facts, rows = summary
         lines += [
             f"moot's run: {_status(facts, rows)}; model {', '.join(facts.models) or DASH}; wall time "
-            f"{_hours(facts.wall_s)} over {facts.sessions} session{'s' if facts.sessions != 1 else ''}; "
-            f"moot {facts.moot_version}.",
+            f"{_hours(facts.wall_s)} over {facts.sessions} session{'s' if facts.sessions != 1 else ''}"
+            + (
+                f" (and {facts.copied_calls:,} calls copied from other runs' stores, their time not counted)"
+                if facts.copied_calls
+                else ""
+            )
+            + f"; moot {facts.moot_version}.",
             "",
         ]
         for task in dict.fromkeys(r.task for r in rows):
@@ -514,7 +595,10 @@ McNemar test (a sign test on questions with repeated seeds), Holm's adjustment o
 comparisons, and the paired bootstrap interval of the difference. "Reproduces" asks whether
 moot's difference goes the paper's way (its figures' difference, or where the paper gives no figures, the
 direction it states in words, marked "stated"): "yes" where it does with Holm p < 0.05, "direction only"
-where it does without, "no" where it does not. calls/q and tokens/q are what one question's debate used
+where it does without, "no" where it does not. "Readers" re-derives each verdict from the stored replies
+under the documented readers of the final answers (moot's, the paper's own parser, a strict one), with no
+model call: "robust" where every applicable reader gives the same direction and significance, else the
+readers that break it. calls/q and tokens/q are what one question's debate used
 (round 0 shared with another condition included); paid calls are the calls stored under the condition;
 unparsed counts the questions left with no readable final answer (scored wrong), errors those where
 a model call failed.
@@ -606,9 +690,12 @@ def update(paths: Paths = Paths()) -> list[Path]:
     papers = read_papers(paths.papers)
     written = []
     for file, (facts, rows) in fresh_summaries(papers, paths).items():
-        for suffix, text, first in ((".json", facts, "{"), (".csv", rows, ",".join(COLUMNS))):
+        for suffix, text, firsts in (
+            (".json", facts, ("{",)),
+            (".csv", rows, (",".join(COLUMNS), ",".join(EARLIER_COLUMNS))),
+        ):
             target = paths.summaries / f"{file}{suffix}"
-            _write(target, text, _ours(target, first))
+            _write(target, text, any(_ours(target, first) for first in firsts))
             written.append(target)
     text = _document(papers, paths)
     _write(paths.document, text, _ours(paths.document, MARKER))
@@ -626,7 +713,10 @@ def check(paths: Paths = Paths()) -> list[str]:
             target = paths.summaries / f"{file}{suffix}"
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 problems.append(f"{target} differs from {paths.stores / file}.sqlite")
-    text = _document(papers, paths)
+    try:
+        text = _document(papers, paths)
+    except ConfigError as exc:  # a summary of an older layout (columns added since): regenerate it
+        return [*problems, f"{paths.document} cannot be made from the summaries: {exc}"]
     if not paths.document.exists() or paths.document.read_text(encoding="utf-8") != text:
         problems.append(f"{paths.document} differs from the summaries in {paths.summaries}")
     return problems

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from moot.analysis.calibration import Calibration, bin_label
 from moot.analysis.formatting import DASH, fixed, interval, p_value, percent
+from moot.analysis.readers import READERS, TaskReaders, readers_note, verdict_cells
 from moot.analysis.report import ConditionReport, PairReport, Report, TaskReport
 from moot.analysis.stats import SeedSpread
 from moot.analysis.transitions import Transitions
@@ -227,15 +228,19 @@ def replies_table(task: TaskReport) -> Table:
         if r is None:
             continue
         missing = DASH if r.confidence_missing is None else f"{r.confidence_missing:,} of {r.replies:,}"
-        rows.append((c.name, f"{r.replies:,}", f"{r.unparsed:,}", f"{r.truncated:,}", missing))
+        rulings = f"{r.rulings_unreadable:,} of {r.rulings:,}" if r.rulings else DASH
+        rows.append((c.name, f"{r.replies:,}", f"{r.unparsed:,}", f"{r.truncated:,}", missing, rulings))
     return Table(
         "replies",
-        "Agents' replies: unparsed, truncated, confidence missing",
-        ("condition", "replies", "unparsed", "truncated", "confidence missing"),
+        "Agents' replies: unparsed, truncated, confidence missing; unreadable rulings",
+        ("condition", "replies", "unparsed", "truncated", "confidence missing", "rulings unreadable"),
         tuple(rows),
         "Replies of every agent in every round. Truncated: cut off by the token limit (finish reason "
         '"length"); its answer may be incomplete. Confidence missing: no readable confidence where the '
-        "protocol asks for one (— where it does not); the confidence-weighted vote gives it weight 0.",
+        "protocol asks for one (— where it does not); the confidence-weighted vote gives it weight 0. Rulings "
+        "unreadable: judges' and moderators' verdicts (after their repair call) that no reader of JSON-like "
+        "rulings reads (strict JSON, JSON with LaTeX backslashes, Python literals); such a ruling has no "
+        "answer and no confidence (— where the protocol has no judge).",
     )
 
 
@@ -719,6 +724,66 @@ def calibration_tables(task: TaskReport) -> list[Table]:
     return tables
 
 
+def _post_hoc_note(readers: TaskReaders) -> str:
+    """One line naming the conditions re-read only in their final vote, or not re-read at all."""
+    partial = [f"{c.name} ({c.note})" for c in readers.conditions if c.note != "re-read"]
+    return f" Not re-read as a whole: {'; '.join(partial)}." if partial else ""
+
+
+def readers_accuracy_table(task: str, readers: TaskReaders) -> Table:
+    """Each condition's accuracy under each documented reader, re-derived from the stored replies."""
+    names = [name for name, _ in readers.conditions[0].accuracy] if readers.conditions else list(READERS)
+    rows = []
+    for c in readers.conditions:
+        cells = tuple(DASH if a is None else fixed(a.estimate) for _, a in c.accuracy)
+        rows.append((c.name, *cells, c.note))
+    note = (
+        "Accuracy with each reader of the final round's replies, re-voted with the condition's own aggregation "
+        f"and tie rule, from the stored replies (no model call); {DASH}: the reader does not apply. "
+        + readers_note(task)
+    )
+    return Table(
+        "readers-accuracy",
+        "Reader sensitivity: accuracy by reader",
+        ("condition", *names, "re-read"),
+        tuple(rows),
+        note,
+    )
+
+
+def readers_pairs_table(task: str, readers: TaskReaders) -> Table:
+    """Each compared pair's difference, p and verdict under each reader, and whether the verdict is robust."""
+    rows = []
+    for pair in readers.pairs:
+        for v in pair.verdicts:
+            rows.append((pair.a, pair.b, v.reader, *verdict_cells(v), pair.summary))
+    p_name = "Holm p" if readers.adjusted else "McNemar p"
+    note = (
+        "Per pair and reader: accuracy A - B, the exact McNemar test (a sign test on questions with repeated "
+        "seeds)"
+        + (", Holm-adjusted over the task's pairs under the same reader" if readers.adjusted else "")
+        + ", and the verdict (the sign of A - B; significant: p < 0.05). Robust: every applicable reader gives "
+        "moot's verdict; else the readers that break it are named." + _post_hoc_note(readers)
+    )
+    return Table(
+        "readers-pairs",
+        "Reader sensitivity: paired comparisons",
+        ("A", "B", "reader", "A - B", p_name, "verdict", "readers"),
+        tuple(rows),
+        note,
+    )
+
+
+def reader_tables(task: TaskReport) -> list[Table]:
+    """The reader-sensitivity tables of a task (none where accuracy does not apply)."""
+    if task.readers is None or not task.accuracy_applies:
+        return []
+    tables = [readers_accuracy_table(task.task, task.readers)]
+    if task.readers.pairs:
+        tables.append(readers_pairs_table(task.task, task.readers))
+    return tables
+
+
 def show_best_round(task: TaskReport) -> bool:
     """The DAR-style table adds to the overview once a peer-style debate has two or more debate rounds (a
     best round to choose) or the run has several seeds (a spread over seeds)."""
@@ -737,7 +802,9 @@ def sections(report: Report) -> list[Section]:
             tables.append(best_round_table(task))
         if task.scored:
             tables.append(metric_table(task))
-        tables += [replies_table(task), rounds_table(task), by_round_table(task)]
+        tables += [replies_table(task), rounds_table(task)]
+        if task.accuracy_applies:
+            tables.append(by_round_table(task))
         if (e := efficiency_table(task)) is not None:
             tables.append(e)
         if task.pairs and task.scored:
@@ -746,12 +813,14 @@ def sections(report: Report) -> list[Section]:
             tables.append(pairs_table(task))
             if task.repeated:
                 tables.append(seed_pairs_table(task))
+        tables += reader_tables(task)
         if task.pairs:
             tables.append(round_difference_table(task))
-        tables += [transitions_table(task), steps_table(task), oracle_table(task), agents_table(task)]
-        if (d := diversity_table(task)) is not None:
-            tables.append(d)
-        tables += calibration_tables(task)
+        if task.accuracy_applies:  # right and wrong answers: none where a task is scored by its metric alone
+            tables += [transitions_table(task), steps_table(task), oracle_table(task), agents_table(task)]
+            if (d := diversity_table(task)) is not None:
+                tables.append(d)
+            tables += calibration_tables(task)
         out.append(Section(task.task, tuple(t for t in tables if t.rows or t.key == "overview")))
     return out
 
@@ -834,6 +903,8 @@ def comparison_tables(task: str, pair: PairReport) -> list[Table]:
                 "signed-rank test (zero differences dropped) on the questions' d.",
             )
         )
+    if pair.readers is not None:
+        tables.append(compare_readers_table(task, pair))
     tables.append(
         Table(
             "compare-rounds",
@@ -851,3 +922,36 @@ def comparison_tables(task: str, pair: PairReport) -> list[Table]:
         )
     )
     return tables
+
+
+def compare_readers_table(task: str, pair: PairReport) -> Table:
+    """``moot compare``: the pair under each documented reader (accuracy of A and B, difference, p, verdict)."""
+    assert pair.readers is not None
+    accuracy = {c.name: dict(c.accuracy) for c in pair.readers.conditions}
+    rows = []
+    for p in pair.readers.pairs:
+        for v in p.verdicts:
+            a, b = accuracy.get(p.a, {}).get(v.reader), accuracy.get(p.b, {}).get(v.reader)
+            rows.append(
+                (
+                    v.reader,
+                    DASH if a is None else fixed(a.estimate),
+                    DASH if b is None else fixed(b.estimate),
+                    *verdict_cells(v),
+                )
+            )
+    summary = pair.readers.pairs[0].summary if pair.readers.pairs else DASH
+    note = (
+        f"The verdict is {summary}. Each reader re-reads the final round's stored replies and re-votes them with "
+        "the condition's aggregation and tie rule (no model call); exact McNemar test (a sign test with repeated "
+        f"seeds); significant: p < 0.05; {DASH}: the reader does not apply. "
+        + readers_note(task)
+        + _post_hoc_note(pair.readers)
+    )
+    return Table(
+        "compare-readers",
+        f"{pair.a} vs {pair.b} on {task}: reader sensitivity",
+        ("reader", f"accuracy A = {pair.a}", f"accuracy B = {pair.b}", "A - B", "McNemar p", "verdict"),
+        tuple(rows),
+        note,
+    )

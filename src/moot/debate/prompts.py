@@ -21,22 +21,23 @@ from moot.tasks.base import Question, Task
 
 
 @template
-def initial_messages(task: Task, question: Question, persona: str | None) -> list[Message]:
-    messages = system_messages(task, persona)
+def initial_messages(task: Task, question: Question, system: str | None) -> list[Message]:
+    messages = system_messages(system)
     messages.append(Message("user", task.render(question)))
     return messages
 
 
 @template
-def choi_initial_messages(task: Task, question: Question, persona: str | None) -> list[Message]:
+def choi_initial_messages(task: Task, question: Question, system: str | None) -> list[Message]:
     """Round 0 with Choi et al.'s templates: their question, then their format request (``x + SUFFIX``)."""
     wording = task.choi_wording(question)
-    return [*system_messages(task, persona), Message("user", wording.question + wording.instruction)]
+    return [*system_messages(system), Message("user", wording.question + wording.instruction)]
 
 
 @template
-def system_messages(task: Task, persona: str | None) -> list[Message]:
-    system = persona if persona is not None else task.system_prompt
+def system_messages(system: str | None) -> list[Message]:
+    """The agent's system message (``ProtocolSpec.system_prompt``: its persona, else the task's
+    instruction unless the protocol's ``instruction`` is none), or no message."""
     return [Message("system", system)] if system else []
 
 

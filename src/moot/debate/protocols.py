@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from moot.debate.components.aggregation import Aggregation, TieRule
 from moot.debate.components.cues import ConfidenceCue, Cue, UncertaintyCue, VoteCue
@@ -18,6 +27,13 @@ from moot.debate.registry import Component, rule
 from moot.debate.schedules import Schedule
 from moot.errors import ConfigError, unknown_name
 from moot.limits import MAX_AGENTS, MAX_POOL, MAX_ROUNDS, check_at_most
+
+if TYPE_CHECKING:
+    from moot.debate.agents import AgentSpec
+    from moot.tasks.base import Task
+
+# What agents are instructed before the question (see ``ProtocolSpec.instruction``).
+Instruction = Literal["task", "none"]
 
 
 def _switch(cls: type[Cue]) -> BeforeValidator:
@@ -99,9 +115,26 @@ class ProtocolSpec(BaseModel):
         validate_default=True,
     )
     tie_rule: TieRule = "first"
+    instruction: Instruction = Field(
+        default="task",
+        description="task: every agent's system message is the task's instruction (arithmetic's step-by-step "
+        "prompt; Liang's debaters get it before their meta prompt), so compared arms are instructed alike; "
+        "none: no task instruction (Du et al.'s and Choi et al.'s code send no system message)",
+    )
     reference: str = ""
     fixed_agents: bool = Field(default=False, exclude=True)
     fixed_rounds: bool = Field(default=False, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_instruction(cls, data: Any, info: ValidationInfo) -> Any:
+        """A condition stored before ``instruction`` existed: Liang's debaters had their meta prompt alone
+        (none), every other protocol the task's instruction (task)."""
+        if isinstance(data, dict) and "instruction" not in data and (info.context or {}).get("stored"):
+            style = data.get("style", "peers")
+            kind = style.get("kind") if isinstance(style, dict) else getattr(style, "kind", style)
+            return {**data, "instruction": "none" if kind == "liang" else "task"}
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -146,6 +179,12 @@ class ProtocolSpec(BaseModel):
         )
         return list(slots)
 
+    def system_prompt(self, task: Task, agent: AgentSpec) -> str | None:
+        """An agent's system message: its persona, else the task's instruction (``instruction = "task"``)."""
+        if agent.persona is not None:
+            return agent.persona
+        return task.system_prompt if self.instruction == "task" else None
+
     @property
     def cues(self) -> list[Cue]:
         return [c for c in (self.confidence, self.uncertainty_cue, self.vote_cue) if c is not None]
@@ -188,6 +227,13 @@ class ProtocolSpec(BaseModel):
             or "none",
             "stopping": self.stopping.describe(self),
             "aggregation": self.aggregation.describe(self),
+            "instruction": "the task's (its system prompt, where it has one)"
+            if self.instruction == "task"
+            else "none (no task system prompt)",
+            "helper sampling": "as the agents (as each paper's code samples every role); a condition's "
+            "judge = { sampling = {...} } sets its own"
+            if self.needs_judge
+            else "no helper",
             "model calls per round": self.calls_per_round(),
             "reference": self.reference,
         }

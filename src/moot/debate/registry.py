@@ -7,7 +7,8 @@ with its defaults, a table such as ``{kind = "ring", k = 2}`` sets its parameter
 
 Built-in rules are discovered by importing every module under ``moot.debate.components``, so a new
 rule is one new file there. A user's own rule lives in their own file, loaded with ``load_plugin``
-(named in an experiment file's ``plugins = [...]``, or called from Python).
+(named in an experiment file's ``plugins = [...]``, ``moot --plugin FILE``, or called from Python), or
+in an installed package that declares it as an entry point (``moot.plugins``).
 """
 
 from __future__ import annotations
@@ -104,6 +105,9 @@ def rules(family: str) -> dict[str, type[Component]]:
     if not _discovered:
         _discovered = True
         _discover()
+        from moot.plugins import load_components
+
+        load_components()  # installed plug-ins (entry points "moot.components")
     return _REGISTRY[family]
 
 

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -29,6 +32,9 @@ from moot.debate.protocols import COMPONENT_FIELDS, PRESETS, ProtocolSpec, resol
 from moot.debate.registry import load_plugin
 from moot.errors import ConfigError, MootError
 from moot.limits import MAX_SEEDS, SEED_RANGE, name_problem
+
+if TYPE_CHECKING:
+    from moot.tasks.base import Task
 
 
 def _name(value: str) -> str:
@@ -50,14 +56,26 @@ class StrictModel(BaseModel):
 
 
 class TaskSelection(StrictModel):
-    """Which questions of a task: the first ``count`` of ``split`` in the order fixed by ``seed``, or explicit ``ids``."""
+    """Which questions of a task: the first ``count`` of ``split`` in the order fixed by ``seed``, or explicit ``ids``.
+
+    With ``format`` the task is the ``data`` file itself (moot.tasks.datafile): ``name`` names it (not a
+    built-in task's name), ``fields`` maps its keys to the file's columns, ``prompt`` is an optional template."""
 
     name: str
-    data: str | None = Field(default=None, description='"hub", or a local JSONL/CSV file in the task\'s schema')
+    data: str | None = Field(
+        default=None, description='"hub", or a local JSONL/CSV/Parquet file (in the task\'s schema, or read as format)'
+    )
     split: str | None = None
     count: int | None = Field(default=None, ge=1)
     seed: int = Field(default=0, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     ids: tuple[str, ...] | None = None
+    format: Literal["number", "choice", "text"] | None = Field(
+        default=None, description="a data file as a task: how its answers are asked, read and scored"
+    )
+    fields: dict[str, str] | None = Field(
+        default=None, description="with format: the file's column for question, answer, choices (choice) and id"
+    )
+    prompt: str | None = Field(default=None, description='with format: a template over the row, e.g. "Q: {question}"')
 
     @model_validator(mode="after")
     def _count_or_ids(self) -> TaskSelection:
@@ -66,6 +84,54 @@ class TaskSelection(StrictModel):
         if self.ids is not None and len(set(self.ids)) != len(self.ids):
             raise ValueError("ids must be unique")
         return self
+
+    @model_validator(mode="after")
+    def _data_file_task(self) -> TaskSelection:
+        """``format`` makes the data file a task; ``fields`` and ``prompt`` belong to it alone."""
+        from moot.tasks import PARAMETRISED, TASKS
+        from moot.tasks.datafile import fields_problem, prompt_problem
+
+        if self.format is None:
+            if self.fields is not None or self.prompt is not None:
+                raise ValueError("fields and prompt describe a data file as a task: give format too")
+            return self
+        if self.data is None or self.data == "hub":
+            raise ValueError(f"format {self.format} needs data: the JSONL, CSV or Parquet file that is the task")
+        if self.name.partition(":")[0] in (*TASKS, *PARAMETRISED):
+            raise ValueError(f"{self.name!r} is a built-in task; give the data file task a name of its own")
+        problem = fields_problem(self.format, self.fields or {})
+        if problem is None and self.prompt is not None:
+            problem = prompt_problem(self.prompt, self.fields or {})
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_file_keys(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``format``, ``fields`` and ``prompt`` are left out of a dump while unset, so that every
+        experiment written before them keeps its fingerprint (``results_fingerprint``) and resumes."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in FILE_TASK_KEYS:
+                if data.get(key) is None:
+                    data.pop(key, None)
+        return data
+
+
+FILE_TASK_KEYS = ("format", "fields", "prompt")
+
+
+def task_of(selection: TaskSelection) -> Task:
+    """The task a selection names: a data file read as its ``format``, else a registered task
+    (``get_task(name, data)``). The runner and ``resolve`` build tasks through it."""
+    from moot.tasks import get_task
+
+    if selection.format is None:
+        return get_task(selection.name, selection.data)
+    from moot.tasks.datafile import data_file_task
+
+    assert selection.data is not None  # the validator requires it
+    return data_file_task(selection.name, selection.data, selection.format, selection.fields or {}, selection.prompt)
 
 
 class AgentTemplate(StrictModel):
@@ -111,9 +177,10 @@ class PresetConfig(ProtocolOverrides):
 class ConditionConfig(ProtocolOverrides):
     """One arm of the experiment: a name, a protocol preset, its settings and component overrides.
 
-    ``judge`` configures the condition's judge agent (default: the first agent's backend at
-    temperature 0): the helper of protocols that need one, and the model behind a task's own
-    judged metric (biographies' fact checker). A condition whose protocol needs no judge may set
+    ``judge`` configures the condition's judge agent (default: the first agent's backend, sampling as
+    ``helper_sampling`` says: as the agents for a protocol's helper, greedy for a task's scorer): the
+    helper of protocols that need one, and the model behind a task's own judged metric (biographies'
+    fact checker). A condition whose protocol needs no judge may set
     it only when a task of the experiment is scored by one."""
 
     name: Name
@@ -220,6 +287,16 @@ def resolve_presets(presets: dict[str, PresetConfig]) -> dict[str, ProtocolSpec]
     return resolved
 
 
+def helper_sampling(protocol: ProtocolSpec, first: AgentSpec) -> Sampling:
+    """How a condition's helper samples unless its ``judge`` table says otherwise. A protocol's helper (Liang's
+    moderator and final judge, the stopping study's judge, DAR's filter) samples as the agents do: each
+    paper's code passes its one sampling setting to every role (Liang et al.: temperature 0 for all players;
+    the stopping study: gpt-4o-mini at temperature 0.0 throughout; DAR: temperature 1.0, top_p 0.9 for agents
+    and filter alike). A judge that only scores a task (biographies' fact checker) is a measuring instrument,
+    not part of the protocol: greedy (temperature 0)."""
+    return first.sampling if protocol.needs_judge else Sampling(temperature=0.0)
+
+
 def resolve_condition(
     condition: ConditionConfig,
     default: AgentTemplate,
@@ -272,7 +349,8 @@ def resolve_condition(
     if protocol.needs_judge or condition.judge is not None:
         first = agents[0]
         merged = _merge(
-            AgentTemplate(backend=first.backend, sampling=Sampling(temperature=0.0)), condition.judge or AgentTemplate()
+            AgentTemplate(backend=first.backend, sampling=helper_sampling(protocol, first)),
+            condition.judge or AgentTemplate(),
         )
         judge = AgentSpec(
             name="judge",
@@ -287,13 +365,11 @@ def resolve(config: ExperimentConfig, where: Callable[[str, int], str] | None = 
     """Resolve every condition, checking that its protocol and tasks exist. An error begins with where it
     is: ``where(key, index)``, by default the file's key (``tasks.0``, ``conditions.1``); the command
     line names its options instead."""
-    from moot.tasks import get_task
-
     locate = where or (lambda key, i: f"{key}.{i}")
     judged = False
     for i, task in enumerate(config.tasks):
         try:
-            judged |= bool(getattr(get_task(task.name, task.data), "metric_uses_judge", False))
+            judged |= bool(getattr(task_of(task), "metric_uses_judge", False))
         except MootError as exc:
             raise ConfigError(f"{locate('tasks', i)}: {exc}") from None
     presets = resolve_presets(config.presets)
@@ -348,7 +424,10 @@ def _format_error(exc: ValidationError, source: str) -> ConfigError:
 
 def parse_experiment(data: dict[str, Any], source: str = "experiment", base: Path | None = None) -> ExperimentConfig:
     """Validate an experiment table, first loading its ``plugins`` (paths relative to ``base``, the
-    experiment file's folder) so that the components they register can be named."""
+    experiment file's folder) so that the components they register can be named. A task's ``data``
+    file is relative to ``base`` too (``hub`` is not a path); without ``base``, to the working directory."""
+    if base is not None and isinstance(data.get("tasks"), list):
+        data = {**data, "tasks": [_data_against(task, base) for task in data["tasks"]]}
     plugins = data.get("plugins", ())
     if isinstance(plugins, list | tuple):
         resolved = []
@@ -366,6 +445,14 @@ def parse_experiment(data: dict[str, Any], source: str = "experiment", base: Pat
     except ValidationError as exc:
         raise _format_error(exc, source) from None
     return config
+
+
+def _data_against(task: Any, base: Path) -> Any:
+    """A ``[[tasks]]`` table whose ``data`` path is joined to ``base`` (kept relative when ``base`` is: an
+    experiment file in the working directory keeps its ``data`` as written, and so its fingerprint)."""
+    if not isinstance(task, dict) or not isinstance(task.get("data"), str) or task["data"] in ("hub", ""):
+        return task
+    return {**task, "data": os.path.normpath(base / Path(task["data"]).expanduser())}
 
 
 def load_experiment(path: Path) -> ExperimentConfig:

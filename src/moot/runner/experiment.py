@@ -37,17 +37,22 @@ from moot.runner.config import (
     fingerprint_hash,
     resolve,
     results_fingerprint,
+    task_of,
 )
 from moot.runner.evaluate import build_agents, check_agents, request_widths
 from moot.runner.store import RunStore, StoreError, StoreLock
 from moot.runner.summary import summary_json
-from moot.tasks import MetricContext, Question, Task, get_task
+from moot.tasks import MetricContext, Question, Task
 
 
 @dataclass(frozen=True)
 class RunOptions:
+    """How a session runs. ``conditions``: only these arms' questions are run this session (None: every
+    arm); the store is still the whole experiment's, so a later session runs the others."""
+
     use_cache: bool = True
     retry_errors: bool = False
+    conditions: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +169,7 @@ class Experiment:
                 self._lock.acquire()
             self._store = self._open_existing()
             self.sources, self.missing_sources = self._open_sources()
-            self.tasks = {i: get_task(sel.name, sel.data) for i, sel in enumerate(config.tasks)}
+            self.tasks = {i: task_of(sel) for i, sel in enumerate(config.tasks)}
             self.questions = {
                 i: select_questions(self.tasks[i], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)
             }
@@ -225,6 +230,9 @@ class Experiment:
             "round0_sharing": round0_sharing(self.conditions, self.config.share_round0),
             "topology_density": {c.name: c.protocol.topology.density(c.protocol.agents) for c in self.conditions},
             "task_provenance": [task.provenance() for task in self.tasks.values()],
+            # each task's instruction (its system prompt), sent to the agents of every condition whose
+            # protocol carries it (``instruction = "task"``, resolved in each stored condition)
+            "instructions": {task.name: task.system_prompt for task in self.tasks.values()},
             "status": "created",
         }
         if _creates_folder(self.output):
@@ -274,6 +282,7 @@ class Experiment:
         on_start: Callable[[int], None] | None = None,
     ) -> RunOutcome:
         start = time.perf_counter()
+        self._chosen(options)  # before any model loads
         total = sum(1 for _ in self.units())
         # a finished run replays from its store: with nothing pending no backend is built or checked (no
         # model loads, no server is asked), and the models stored with the run stay its record of them
@@ -314,10 +323,12 @@ class Experiment:
             self.store.set_meta("status", status)
             self.store.set_meta("summary", summary_json(self.store))
             failed = False
+            chosen = self._chosen(options)
+            selected = sum(1 for u in self.units() if chosen is None or u.condition.name in chosen)
             return RunOutcome(
                 self.output,
                 total,
-                total - len(pending),
+                selected - len(pending),
                 len(pending),
                 cache.usage.calls,
                 cache.replayed,
@@ -330,7 +341,7 @@ class Experiment:
                 # stopped (Ctrl-C, a fault): say so; a run killed outright reads so too (RunStore.run_meta)
                 if status == "interrupted":
                     self.store.set_meta("status", "interrupted")
-                self.store.finish_session(status, cache.usage.calls, cache.replayed)
+                self.store.finish_session(status, cache.usage.calls, cache.replayed, cache.copied)
             except StoreError:
                 if not failed:
                     raise  # else the fault that stopped the run (often the same one: a full disk) is shown
@@ -338,8 +349,25 @@ class Experiment:
                 await self._close_backends()
 
     def _pending(self, done: dict[tuple[str, str, str, int], str], options: RunOptions) -> list[Unit]:
-        """The units still to run: those without a stored result, and with ``retry_errors`` those stored as errors."""
-        return [u for u in self.units() if u.key not in done or (options.retry_errors and done[u.key] == "error")]
+        """The units still to run: those without a stored result, and with ``retry_errors`` those stored as
+        errors; with ``options.conditions``, only those arms' units."""
+        chosen = self._chosen(options)
+        return [
+            u
+            for u in self.units()
+            if (chosen is None or u.condition.name in chosen)
+            and (u.key not in done or (options.retry_errors and done[u.key] == "error"))
+        ]
+
+    def _chosen(self, options: RunOptions) -> tuple[str, ...] | None:
+        """The arms this session runs (None: all); a name the experiment does not have is a ConfigError."""
+        chosen = options.conditions
+        if chosen is not None and (unknown := sorted(set(chosen) - {c.name for c in self.conditions})):
+            raise ConfigError(
+                f"condition {unknown[0]!r} is not in this experiment; its conditions: "
+                + ", ".join(c.name for c in self.conditions)
+            )
+        return chosen
 
     async def _close_backends(self) -> None:
         for backend in self._backends.values():

@@ -122,21 +122,31 @@ class AgentOptions(BaseModel):
             raise _format_error(exc, f"option --protocol {protocol[:40]!r}") from None
 
     def experiment(
-        self, protocols: list[str], task: str, questions: int | None = None, data: str | None = None
+        self,
+        protocols: list[str],
+        task: str,
+        questions: int | None = None,
+        data: str | None = None,
+        file_task: FileTaskOptions | None = None,
     ) -> ExperimentConfig:
-        """A one-task experiment of these protocols, validated (protocols, counts, task) before anything runs."""
+        """A one-task experiment of these protocols, validated (protocols, counts, task) before anything runs.
+        With ``file_task`` (--format), the ``data`` file is the task and ``task`` its name."""
         if questions is not None and questions < 1:
             raise ConfigError(f"questions must be a positive integer, got {questions}")
         seed = self.seed or 0
         conditions = tuple(self.condition(p) for p in protocols)
         from moot.tasks import get_task
 
-        _option("--task", get_task, task)
+        file_keys = file_task.selection_keys() if file_task is not None else {}
+        if not file_keys:
+            _option("--task", get_task, task)
+        if file_keys:
+            _file_task_selection(task, data, file_keys)  # its problem named by option
         try:
             config = ExperimentConfig(
                 name=_experiment_name(protocols, task),
                 seeds=(seed,),
-                tasks=(TaskSelection(name=task, data=data, count=questions or 5, seed=seed),),
+                tasks=(TaskSelection(name=task, data=data, count=questions or 5, seed=seed, **file_keys),),
                 agent=self.agent_template(),
                 conditions=conditions,
             )
@@ -147,6 +157,53 @@ class AgentOptions(BaseModel):
             where=lambda key, _: ("--data" if data is not None else "--task") if key == "tasks" else "--protocol",
         )
         return config
+
+
+class FileTaskOptions(BaseModel):
+    """A data file as a task on the command line: --format, --field KEY=COLUMN (repeatable), --prompt;
+    the keys of a ``[[tasks]]`` table of the same name (moot.tasks.datafile)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: str | None = None
+    fields: tuple[str, ...] = ()  # KEY=COLUMN
+    prompt: str | None = None
+
+    def given(self) -> list[str]:
+        """The options that were given, as spelled on the command line."""
+        named = {"--format": self.format, "--field": self.fields or None, "--prompt": self.prompt}
+        return [flag for flag, value in named.items() if value is not None]
+
+    def field_table(self) -> dict[str, str]:
+        """--field KEY=COLUMN values as a table; a value without '=' or a key given twice is a ConfigError."""
+        table: dict[str, str] = {}
+        for item in self.fields:
+            key, sep, column = item.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                raise ConfigError(f"option --field: {item[:60]!r} is not KEY=COLUMN (e.g. --field question=text)")
+            if key in table:
+                raise ConfigError(f"option --field: {key} is given twice")
+            table[key] = column
+        return table
+
+    def selection_keys(self) -> dict[str, Any]:
+        """The ``format``, ``fields`` and ``prompt`` of a task selection (only those given)."""
+        keys: dict[str, Any] = {"format": self.format, "fields": self.field_table() or None, "prompt": self.prompt}
+        return {key: value for key, value in keys.items() if value is not None}
+
+
+def _file_task_selection(task: str, data: str | None, keys: dict[str, Any]) -> None:
+    """Check a data file task's options first, so that a problem names them rather than a file's keys."""
+    try:
+        TaskSelection(name=task, data=data, count=1, **keys)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(
+            f"options --task/--data/--format/--field/--prompt: {where + ': ' if where else ''}{message}"
+        ) from None
 
 
 GGUF_BACKENDS = (None, "local", "llama-cpp")  # the backends whose --model is a registered name or a GGUF file

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from moot.runner.config import ResolvedCondition
     from moot.tasks.base import Question
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -658,12 +658,18 @@ class RunStore:
         return self.session
 
     @_guarded
-    def finish_session(self, status: str, calls: int, cached: int) -> None:
+    def finish_session(self, status: str, calls: int, cached: int, copied: int = 0) -> None:
+        """End this session: its status, the calls it made and replayed; ``copied``: of those replayed, the
+        calls copied from other runs' stores (``calls_from``), added to the run's ``copied_calls`` (their
+        time was spent by those runs, not this one's sessions)."""
         with self._transaction() as db:
             db.execute(
                 "UPDATE sessions SET finished_at = ?, status = ?, calls = ?, cached = ? WHERE id = ?",
                 (time.time(), status, calls, cached, self.session),
             )
+            if copied:
+                row = db.execute("SELECT value FROM meta WHERE key = 'copied_calls'").fetchone()
+                _set_meta(db, "copied_calls", (json.loads(row[0]) if row else 0) + copied)
 
     @_guarded
     def sessions(self) -> list[Session]:
@@ -986,23 +992,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     hash (same task data files): otherwise a resume refuses the store, as it did before.
     Turns gain the call's seed and log-probabilities (unknown for schema 1: NULL), results their
     protocol's name, and each round's vote its tied answers and unparsed count (recounted)."""
-    from moot.debate.registry import STORED
-    from moot.runner.config import ExperimentConfig, ResolvedCondition, fingerprint_hash, results_fingerprint
-
-    meta = _meta(db)
-    rows = db.execute("SELECT name, config FROM conditions ORDER BY rowid").fetchall()
-    stored = [(name, json.loads(config)) for name, config in rows]
-    conditions = tuple(ResolvedCondition.model_validate(config, context=STORED) for _, config in stored)
-    for condition in conditions:
-        db.execute(
-            "UPDATE conditions SET config = ? WHERE name = ?",
-            (json.dumps(condition.model_dump(mode="json")), condition.name),
-        )
-    config = ExperimentConfig.model_validate(meta["config"])
-    before = results_fingerprint(config, conditions) | {"conditions": [c for _, c in stored]}
-    if fingerprint_hash(before) == meta.get("fingerprint_hash"):
-        _set_meta(db, "fingerprint_hash", fingerprint_hash(results_fingerprint(config, conditions)))
-
+    conditions = _redump_conditions(db)
     db.execute("ALTER TABLE turns ADD COLUMN call_seed INTEGER")
     db.execute("ALTER TABLE turns ADD COLUMN logprobs TEXT")
     db.execute("ALTER TABLE results ADD COLUMN protocol TEXT NOT NULL DEFAULT ''")
@@ -1026,10 +1016,54 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
         )
 
 
+def _redump_conditions(db: sqlite3.Connection) -> tuple[Any, ...]:
+    """Re-validate each stored condition and write it back as its current dump, recomputing the run's
+    fingerprint hash from it, so that a store made before a config class changed its dump stays
+    resumable. The hash is replaced only when the stored form still gives the stored hash (same task
+    data files): otherwise a resume refuses the store, as it did before."""
+    from moot.debate.registry import STORED
+    from moot.runner.config import ExperimentConfig, ResolvedCondition, fingerprint_hash, results_fingerprint
+
+    meta = _meta(db)
+    rows = db.execute("SELECT name, config FROM conditions ORDER BY rowid").fetchall()
+    stored = [(name, json.loads(config)) for name, config in rows]
+    conditions = tuple(ResolvedCondition.model_validate(config, context=STORED) for _, config in stored)
+    for condition in conditions:
+        db.execute(
+            "UPDATE conditions SET config = ? WHERE name = ?",
+            (json.dumps(condition.model_dump(mode="json")), condition.name),
+        )
+    config = ExperimentConfig.model_validate(meta["config"])
+    before = results_fingerprint(config, conditions) | {"conditions": [c for _, c in stored]}
+    if fingerprint_hash(before) == meta.get("fingerprint_hash"):
+        _set_meta(db, "fingerprint_hash", fingerprint_hash(results_fingerprint(config, conditions)))
+    return conditions
+
+
+def _migrate_2_to_3(db: sqlite3.Connection) -> None:
+    """Schema 3: every stored protocol names its agents' ``instruction`` (Liang's debaters of a schema-2
+    store had their meta prompt alone: none; every other protocol's agents the task's instruction: task),
+    and the run records the task instructions it sent (``instructions``)."""
+    _redump_conditions(db)
+    meta = _meta(db)
+    if "instructions" not in meta:
+        from moot.runner.config import ExperimentConfig
+        from moot.tasks import get_task
+
+        config = ExperimentConfig.model_validate(meta["config"])
+        instructions = {}
+        for selection in config.tasks:
+            try:
+                instructions[selection.name] = get_task(selection.name).system_prompt
+            except MootError:  # a task this moot does not know (a plug-in's): unknown, not guessed
+                instructions[selection.name] = None
+        _set_meta(db, "instructions", instructions)
+
+
 def _tied(tally: list[list[Any]]) -> list[str]:
     """The answers sharing the top count (or weight), as moot.debate.aggregation decides them."""
     top = max((n for _, n in tally), default=None)
     return [a for a, n in tally if n == top]
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}

@@ -89,8 +89,24 @@ def load_hub(task: Task, repo: str | None = None) -> Task:
     return task.with_source(DataSource("hub", repo))
 
 
+def register_task(name: str, factory: Callable[[], Task]) -> None:
+    """Make ``factory`` (a Task class, or a function of no argument returning a task) task ``name``, for
+    ``get_task``, experiment files, ``moot run --task`` and ``moot tasks``. A plug-in calls it (or declares
+    an entry point in the group ``moot.tasks``, see ``moot.plugins``). Registering the same factory again is
+    a no-op; a name already taken by another factory, or one that cannot be a task's name, is a ConfigError."""
+    if not name or name != name.strip() or any(c in name for c in ":,= \t\n") or len(name) > 80:
+        raise ConfigError(f"task name {name[:80]!r}: a task's name has no spaces, ':', ',' or '='")
+    known = TASKS.get(name)
+    if known is not None and known is not factory:
+        raise ConfigError(f"task {name!r} is already registered (by {getattr(known, '__module__', '?')})")
+    TASKS[name] = factory
+
+
 def get_task(name: str, data: str | Path | None = None) -> Task:
     """The task called ``name``; ``data``: None (offline or generated), "hub", or a local file."""
+    from moot.plugins import load_tasks
+
+    load_tasks()  # installed plug-ins (entry points "moot.tasks"), once
     base, colon, argument = name.partition(":")
     if colon and base in PARAMETRISED:
         task = PARAMETRISED[base](argument)
@@ -118,6 +134,7 @@ __all__ = [
     "TaskCard",
     "TaskMetric",
     "get_task",
+    "register_task",
     "load_hub",
     "load_local",
 ]

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
 
 from moot.errors import ConfigError
+from moot.tasks.extract import canonical_number, field_number
 from moot.tasks.wording import ChoiWording, DebateWording, du_arithmetic
 
 if TYPE_CHECKING:
@@ -219,8 +220,15 @@ class TaskBase:
         return self.extract(text)
 
     def read_answer(self, text: str, question: Question) -> Extraction:
-        """A moderator's or judge's answer field, read as a reply is (a bare "42" is a number already)."""
-        return self.read_reply(text, question)
+        """A moderator's or judge's answer field: read as a reply is (a bare "42" is a number already),
+        except that where the reply reader reads a number (arithmetic, GSM8K), a number the field states
+        before anything else wins over later mentions (``field_number``): a field that opens with a
+        number standing alone ("537, not 533"), else one directly followed by the rejection of another
+        ("The answer is 537, not 533"). A reader of another kind (a move, a biography) is left as it is."""
+        reply = self.read_reply(text, question)
+        numeric = reply.answer is not None and canonical_number(reply.answer) is not None
+        number = field_number(text) if numeric else None
+        return Extraction.of(number) if number is not None else reply
 
     def with_source(self, source: DataSource) -> Self:
         if source.kind == "offline":

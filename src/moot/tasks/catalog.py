@@ -17,7 +17,11 @@ _FORMS = {
 
 
 def catalog() -> list[TaskCard]:
-    """One card per registered task, in registry order (parametrised forms noted in the name)."""
+    """One card per registered task, in registry order (parametrised forms noted in the name); installed
+    plug-ins' tasks included."""
+    from moot.plugins import load_tasks
+
+    load_tasks()
     cards = []
     for name, factory in TASKS.items():
         card = factory().card()

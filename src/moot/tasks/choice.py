@@ -43,32 +43,41 @@ def choice_letter(text: str, letters: str = "ABCD") -> str | None:
     return found
 
 
-# A letter standing for the whole field, or opening it: "B", "(B)", "B)", "B.", "B:", "**B**", "Option B",
-# "choice (B)", "answer: B", "Answer - B) Paris". A letter followed only by a space ("A person...") is not one.
+# A letter standing for the whole field, or opening it: "B", "(B)", "B)", "B.", "B:", "**B**", "$B$", "Option B",
+# "choice (B)", "answer: B", "Answer - B) Paris", "Option B - Paris", "B, not A". A letter followed only by a
+# space ("A person...") is not one, nor one before a hyphen ("B-cell").
 _FIELD = re.compile(
-    r"^[\s*_\"'`]*(?:(?i:(?:the\s+)?(?:final\s+|correct\s+)?answer(?:\s+is)?)\s*[:=\-]?\s*)?"
-    r"(?:(?i:option|choice)\s*[:\-]?\s*)?[*_\"'`]*[(\[]?\s*(?P<letter>[A-J])\s*"
-    r"(?:[)\]]|[.:](?!\w)|[*_\"'`\s]*$)"
+    r"^[\s*_\"'`$]*(?:(?i:(?:the\s+)?(?:final\s+|correct\s+)?answer(?:\s+is)?)\s*[:=\-]?\s*)?"
+    r"(?:(?i:option|choice)\s*[:\-]?\s*)?[*_\"'`$]*[(\[]?\s*(?P<letter>[A-J])\s*"
+    r"(?:[)\]]|[.:](?!\w)|[-\u2013\u2014]\s|,?\s*(?i:not|rather\s+than|instead\s+of)\b|[*_\"'`$\s]*$)"
 )
+# LaTeX around a letter: \boxed{C}, \text{C}, \textbf{C} and \mathrm{C} become C; \( \) \[ \] become spaces
+_LATEX = re.compile(r"\\(?:boxed|text|textbf|mathrm)\s*\{(?P<inner>[^{}]*)\}|\\[()\[\]]")
 
 
 def field_letter(text: str, question: Question, letters: str = "ABCD") -> str | None:
-    """The letter stated in a moderator's or judge's answer field.
+    """The letter stated in a moderator's or judge's answer field; LaTeX around it aside (``\\boxed{C}``,
+    ``\\(C\\)``). A leading answer wins over later mentions, since a moderator may name a choice to reject
+    it ("(B) Paris, not (A) London" is B):
 
-    First as in a reply ("(B)", "the answer is B", "{final answer: B}"); else a field that is, or
-    opens with, a letter ("B", "B)", "B.", "Option B", "answer: B"); else a field that is exactly one
-    choice's text, case, punctuation and a leading "the", "a" or "an" aside ("Stems would wilt" for
-    "The stems would wilt."). Prose that merely mentions a choice is not read: a moderator may name a
-    choice to reject it. None when none of these holds.
+    1. a field that is, or opens with, a letter: "B", "B)", "B. Paris", "(B) Paris, not (A) London",
+       "B, not A", "Option B - Paris", "answer: B", "The correct answer is C.";
+    2. else as in a reply: the last "(X)", "the answer is X" or "{final answer: X}";
+    3. else a field that is exactly one choice's text, case, punctuation and a leading "the", "a" or "an"
+       aside ("Stems would wilt" for "The stems would wilt.").
+
+    Prose that merely mentions a choice's text is not read. A letter outside ``letters`` is no answer.
+    None when none of these holds.
     """
-    if (letter := choice_letter(text, letters)) is not None:
-        return letter
-    match = _FIELD.match(text)
+    field = _LATEX.sub(lambda m: m.group("inner") if m.group("inner") is not None else " ", text)
+    match = _FIELD.match(field)
     if match is not None and match.group("letter") in letters:
         return match.group("letter")
-    field = _plain(text)
+    if (letter := choice_letter(field, letters)) is not None:
+        return letter
+    plain = _plain(field)
     choices = [_plain(str(c)) for c in question.metadata.get("choices", [])][: len(letters)]
-    hits = [i for i, c in enumerate(choices) if c and c == field]
+    hits = [i for i, c in enumerate(choices) if c and c == plain]
     return letters[hits[0]] if len(hits) == 1 else None
 
 

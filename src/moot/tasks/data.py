@@ -261,8 +261,23 @@ def read_arrow(path: Path) -> Iterator[Row]:
         yield Row(data, str(path), number)
 
 
+def read_parquet(path: Path) -> Iterator[Row]:
+    """A Parquet file, read with pyarrow (the ``parquet`` extra); rows are numbered from 1."""
+    try:
+        import pyarrow.parquet
+    except ImportError:
+        raise ConfigError(f"{path}: reading Parquet needs pyarrow (pip install 'moot[parquet]')") from None
+    try:
+        table = pyarrow.parquet.read_table(str(path))
+    except (OSError, pyarrow.ArrowException) as exc:
+        raise ConfigError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+    for number, data in enumerate(table.to_pylist(), 1):
+        yield Row(data, str(path), number)
+
+
 def read_records(path: Path) -> Iterator[Row]:
-    """Rows of a local file: .csv is CSV, .json a JSON array, anything else JSON lines (.gz allowed)."""
+    """Rows of a local file: .csv is CSV, .json a JSON array, .parquet Parquet, anything else JSON lines
+    (.gz allowed, but for Parquet)."""
     if not path.is_file():
         raise ConfigError(f"{path}: no such file")
     suffixes = [s.lower() for s in path.suffixes]
@@ -275,6 +290,8 @@ def read_records(path: Path) -> Iterator[Row]:
         return read_json_array(path)
     if last == ".arrow":
         return read_arrow(path)
+    if last == ".parquet" and path.suffix.lower() != ".gz":
+        return read_parquet(path)
     return read_jsonl(path)
 
 

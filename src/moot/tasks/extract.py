@@ -139,3 +139,41 @@ def numbers_equal(a: str, b: str) -> bool:
         return Decimal(a) == Decimal(b)
     except InvalidOperation:
         return False
+
+
+# Wrappers a number may stand in: "$155$", "**155**", "\(155\)", "\boxed{155}", "\(\boxed{155}\)"
+_OPEN = r"(?:[\s*$]|\\[(\[]|\\boxed\s*\{)*"
+_CLOSE = r"(?:[\s*$}]|\\[)\]])*"
+_REJECTS = r"(?:(?:and|but)\s+)?(?:not|rather\s+than|instead\s+of)"
+_ALONE = re.compile(rf"{_CLOSE}(?:\.?\s*$|[,;(])")  # after a number: the end (a full stop aside), or , ; (
+_REJECTION = re.compile(rf"{_CLOSE}[,;]?\s*\(?\s*(?i:{_REJECTS})\s+{_OPEN}[-\u2212]?\d")  # ", not 533"
+
+
+def field_number(text: str) -> str | None:
+    """The number a moderator's or judge's answer field states before anything else, canonical; None
+    when the field has no such number (then the task's reply reader reads it).
+
+    1. A field that opens with a number standing alone (wrappers such as ``$``, ``**``, ``\\(`` and
+       ``\\boxed{}`` aside), followed by the field's end, a full stop ending it, or ",", ";" or "(":
+       "-332", "$155$", "\\(\\boxed{155}\\)", "537, not 533", "155 (the negative's -262 is wrong)". A
+       number followed by anything else is not alone: "25 + 26 = 51" is an expression, "1. First" a list.
+    2. Else the first number directly followed by the rejection of another number (", not N", " rather
+       than N", " instead of N", " (not N)"): "The correct answer is 537, not 533" is 537, "The result
+       of 12 + 18 * 9 + 0 - 4 * 4 is 178, not 133." is 178. The number named to be rejected is not read,
+       nor is the first of a restated expression; "533 is wrong" or "not 533 but 537" state no such
+       number.
+    """
+    start = re.match(_OPEN, text)
+    first = _NUMBER.match(text, start.end() if start else 0)
+    if first is not None and _ALONE.match(text, first.end()):
+        return _canonical(first)
+    for match in _NUMBER.finditer(text):
+        if _REJECTION.match(text, match.end()):
+            return _canonical(match)
+    return None
+
+
+def _canonical(match: re.Match[str]) -> str | None:
+    """A ``_NUMBER`` match as a canonical number."""
+    sign = "-" if match.group("sign") else ""
+    return canonical_number(sign + match.group("int") + (match.group("frac") or ""))

@@ -7,6 +7,8 @@
   filter's input carry it too);
 - ``vote`` (DAR's last-vote cue, "Majority vote from last round: X"): in chat history each round's
   prompt opens with it; in fresh history it stands after the peers' replies, as in DAR's build_normal_msg.
+  A numeric vote is written as DAR writes it (its evaluator's np.round(float(x), 1): "7" -> "7.0",
+  "-332" -> "-332.0"); a letter or text vote stays as it is (``dar_vote``).
 
 A protocol holds each cue in its own slot (``confidence``, ``uncertainty_cue``, ``vote_cue``); ``true``
 in an experiment file means the cue with its defaults.
@@ -14,6 +16,7 @@ in an experiment file means the cue with its defaults.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -84,18 +87,30 @@ class UncertaintyCue(Cue):
         return "uncertainty (ANLL)"
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")  # a numeric answer as moot stores it (canonical)
+
+
+def dar_vote(answer: str | None) -> str | None:
+    """A vote as DAR writes it: a numeric answer as the float it keeps (its evaluator's np.round(float(x), 1)),
+    written as Python's str(round(float(x), 1)): "7" -> "7.0", "-332" -> "-332.0", "2.5" -> "2.5"; any other
+    answer (a letter, a text) and None unchanged."""
+    if answer is None or not _NUMBER.fullmatch(answer):
+        return answer
+    return str(round(float(answer), 1))
+
+
 @register
 class VoteCue(Cue):
     kind: Literal["vote"] = "vote"
 
     @template
     def prefix(self, previous: RoundRecord) -> str:
-        last = previous.vote.winner
+        last = dar_vote(previous.vote.winner)
         return f"Majority vote from last round: {last if last is not None else 'none'}\n\n"
 
     @template
     def inline(self, previous: RoundRecord, show: Callable[[str | None], str]) -> str:
-        return f"\nMajority vote from last round: {show(previous.vote.winner)}\n"
+        return f"\nMajority vote from last round: {show(dar_vote(previous.vote.winner))}\n"
 
     def describe(self, protocol: Any = None) -> str:
         return "last vote"

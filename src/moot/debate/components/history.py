@@ -41,7 +41,7 @@ class History(Component):
 
     def first_messages(self, debate: Debate, agent: Agent) -> list[Message]:
         """An agent's round-0 messages (cues not yet added): its system prompt and the task's question."""
-        return initial_messages(debate.task, debate.question, agent.spec.persona)
+        return initial_messages(debate.task, debate.question, debate.protocol.system_prompt(debate.task, agent.spec))
 
     def next_messages(self, debate: Debate, i: int, own: Turn, peers: Sequence[Turn]) -> list[Message]:
         """Agent ``i``'s messages for the next round, ending with the round's prompt (cues not yet added)."""
@@ -96,7 +96,9 @@ class FreshHistory(History):
 
     def first_messages(self, debate: Debate, agent: Agent) -> list[Message]:
         if self.templates == "choi":
-            return choi_initial_messages(debate.task, debate.question, agent.spec.persona)
+            return choi_initial_messages(
+                debate.task, debate.question, debate.protocol.system_prompt(debate.task, agent.spec)
+            )
         return super().first_messages(debate, agent)
 
     def cue_prefix(self, cues: Sequence[Cue], previous: RoundRecord) -> str:
@@ -119,7 +121,7 @@ class FreshHistory(History):
             agent.spec.agreement,
             alone=len(debate.agents) == 1,
         )
-        return [*system_messages(task, agent.spec.persona), message]
+        return [*system_messages(debate.protocol.system_prompt(task, agent.spec)), message]
 
     def read(self, task: Task, question: Question, text: str) -> Extraction:
         """With Choi et al.'s templates, a reply is read as their evaluator reads it where the task has

@@ -10,13 +10,15 @@ judge reads the debaters' first-round answers, as the release does (``memory_lst
 ``moderator_prompt``: ``liang`` (the release's), ``strict`` (the stopping study's strict variant: it
 also asks for a 0-100 confidence and to leave ``debate_answer`` empty when more rounds may help; the
 study's exact wording is not public, so this sentence is moot's) or ``confidence`` (moot 0.1's: the
-confidence field only). JSON is parsed with validation and one bounded repair call, never with eval.
+confidence field only). A ruling is read as Liang's code reads it (a Python literal) but safely: the last
+complete object as JSON, as JSON with LaTeX backslashes kept, or with ``ast.literal_eval``, never with
+eval; one repair call only when none of these reads it. By default the debaters' system message is the
+task's instruction followed by the debater meta prompt (``instruction = "task"``), so that Liang's arm is
+instructed as every other arm; ``instruction = "none"`` is the release's setting.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,6 +28,7 @@ from pydantic import Field
 from moot.backends.base import Message
 from moot.debate.components.retention.all import KeepAll
 from moot.debate.components.stopping.fixed import Fixed
+from moot.debate.components.stopping.judge import read_confidence, read_object
 from moot.debate.components.stopping.moderator import ModeratorConfidence, ModeratorStopping
 from moot.debate.context import JUDGE_NAME, MODERATOR_NAME
 from moot.debate.records import JudgeVerdict, RoundRecord, Turn
@@ -35,6 +38,7 @@ from moot.seeds import derive_seed
 from moot.tasks.base import Question, Task
 
 if TYPE_CHECKING:
+    from moot.debate.agents import AgentSpec
     from moot.debate.context import Debate
 
 ROLES = ("affirmative", "negative")
@@ -134,7 +138,8 @@ def repair_prompt() -> Message:
 
 @dataclass(frozen=True)
 class ModeratorReading:
-    """A moderator's or final judge's JSON, validated: None fields were missing or invalid."""
+    """A moderator's or final judge's ruling as read: ``valid`` says whether a JSON-like object could be
+    read at all (``ruling_readable``); a None field was missing or invalid."""
 
     valid: bool
     preference: bool | None
@@ -143,30 +148,33 @@ class ModeratorReading:
     confidence: float | None
 
 
+_PREFERENCE = {"yes": True, "no": False, "true": True, "false": False}
+
+
 def read_moderator(text: str) -> ModeratorReading:
-    """Parse the last JSON object in ``text`` (with or without a ```json fence); validate its fields."""
-    for candidate in reversed(re.findall(r"\{.*?\}", text, re.DOTALL)):
-        try:
-            data = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(data, dict):
-            continue
-        keys = {k.lower().strip(): v for k, v in data.items()}
-        raw_preference = str(keys.get("whether there is a preference", "")).strip().lower()
-        preference = {"yes": True, "no": False}.get(raw_preference)
-        side = str(keys.get("supported side", "")).strip().lower() or None
-        answer = keys.get("debate_answer")
-        answer_text = str(answer).strip() if answer not in (None, "") else None
-        raw_confidence = keys.get("confidence")
-        try:
-            confidence: float | None = float(raw_confidence) if raw_confidence not in (None, "") else None
-        except (TypeError, ValueError):
-            confidence = None
-        if confidence is not None and not 0 <= confidence <= 100:
-            confidence = None
-        return ModeratorReading(True, preference, side if side in ROLES else None, answer_text, confidence)
-    return ModeratorReading(False, None, None, None, None)
+    """Read a ruling the way Liang et al.'s code does (it evals the reply), safely: the last complete
+    top-level object that reads as a dict, by strict JSON, then JSON with stray backslashes (``\\(``,
+    ``\\boxed``) kept, then ``ast.literal_eval`` (single quotes, True/False), never ``eval``
+    (``read_object``; a ```json fence is fine; keys in any case). Its fields: the preference ("Yes",
+    "No", or a bool), the supported side (affirmative or negative), the ``debate_answer`` text (None when
+    empty) and the confidence on the 0-100 scale (``read_confidence``: 90, "90", "90%", "90/100", "9/10"
+    and 0.95 are 90 or 95; words or values outside 0-100: None, never clipped). Unreadable (``valid``
+    False) only when no reader can read any object: then, and only then, ``moderate`` asks for a repair."""
+    keys = read_object(text)
+    if keys is None:
+        return ModeratorReading(False, None, None, None, None)
+    preference = _PREFERENCE.get(str(keys.get("whether there is a preference", "")).strip().lower())
+    side = str(keys.get("supported side", "")).strip().lower()
+    answer = keys.get("debate_answer")
+    answer_text = str(answer).strip() if answer is not None else ""
+    confidence = read_confidence(keys.get("confidence"))
+    return ModeratorReading(True, preference, side if side in ROLES else None, answer_text or None, confidence)
+
+
+def ruling_readable(text: str) -> bool:
+    """Whether a moderator's or final judge's reply holds a ruling that ``read_moderator`` can read (a
+    report counts the unreadable ones; only those cost a repair call)."""
+    return read_moderator(text).valid
 
 
 async def moderate(debate: Debate, messages: Sequence[Message], name: str, round_index: int) -> JudgeVerdict:
@@ -229,10 +237,18 @@ class Liang(Schedule):
 
     def start(self, debate: Debate) -> None:
         task, question = debate.task, debate.question
-        debate.histories = [
-            [Message("system", a.spec.persona or debater_system(task, question))] for a in debate.agents
-        ]
+        debate.histories = [[Message("system", self.debater_prompt(debate, a.spec))] for a in debate.agents]
         debate.histories[0].append(opening(task, question))
+
+    def debater_prompt(self, debate: Debate, agent: AgentSpec) -> str:
+        """A debater's system message: its persona, else Liang's debater meta prompt, preceded by the task's
+        instruction when the protocol carries it (``instruction = "task"``), so that Liang's debaters are
+        instructed as every other arm's agents are; Liang's own setting is ``instruction = "none"``."""
+        meta = debater_system(debate.task, debate.question)
+        if agent.persona is not None:
+            return agent.persona
+        instruction = debate.protocol.system_prompt(debate.task, agent)
+        return f"{instruction}\n\n{meta}" if instruction else meta
 
     def _moderator_history(self, debate: Debate) -> list[Message]:
         """The moderator's conversation so far: its system prompt, then each round's prompt and ruling."""

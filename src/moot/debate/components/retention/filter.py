@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from moot.backends.base import Message
+from moot.debate.components.cues import dar_vote
 from moot.debate.components.retention import Kept, Retention
 from moot.debate.context import FILTER_NAME
 from moot.debate.records import RoundRecord, Turn
@@ -106,12 +107,13 @@ def agent_ids(turns: Sequence[Turn]) -> list[str]:
 
 def filter_inputs(debate: Debate, previous: RoundRecord) -> tuple[list[str], list[str], str | None]:
     """The IDs, the replies as DAR's filter reads them (with the ANLL line when that cue is on) and the
-    last vote (only when the vote cue is on), written as the history's templates write answers."""
+    last vote (only when the vote cue is on), a number as DAR writes it ("7.0", ``dar_vote``), written as
+    the history's templates write answers."""
     protocol, turns = debate.protocol, previous.turns
     texts = [t.text + "".join(c.footnote(t) for c in protocol.cues) for t in turns]
     vote = None
     if protocol.vote_cue is not None:
-        winner = previous.vote.winner
+        winner = dar_vote(previous.vote.winner)
         templates = getattr(protocol.history, "templates", "task")
         vote = debate.task.choi_wording(debate.question).answer(winner) if templates == "choi" else winner or ""
     return agent_ids(turns), texts, vote

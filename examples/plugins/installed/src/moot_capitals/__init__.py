@@ -1,0 +1,1 @@
+"""An example moot plug-in package (see pyproject.toml's entry points)."""

@@ -1,0 +1,68 @@
+"""Plug-ins: debate rules and tasks of one's own, from installed packages or from Python files.
+
+An installed package declares entry points (in its ``pyproject.toml``, ``[project.entry-points."GROUP"]``):
+
+- ``moot.components``: ``NAME = "package.module"``, a module whose import ``@register``s its rules
+  (``moot.debate.registry.register``);
+- ``moot.tasks``: ``NAME = "package.module:Factory"``, a Task class or a function of no argument that returns
+  a task; it is registered as task ``NAME`` (``moot.tasks.register_task``).
+
+They are loaded once, lazily, the first time moot looks a rule or a task up (so ``moot --help`` imports
+none of them); a plug-in that fails to load is one ``ConfigError`` naming its entry point. A Python file that
+is not installed is loaded by path: ``plugins = [...]`` in an experiment file, or ``moot --plugin FILE``.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import metadata
+from typing import Any
+
+from moot.errors import ConfigError
+
+COMPONENTS = "moot.components"
+TASKS = "moot.tasks"
+GROUPS = (COMPONENTS, TASKS)
+
+
+def _entry_points(group: str) -> list[metadata.EntryPoint]:
+    """The installed entry points of ``group``, in a stable order (by name, then value)."""
+    return sorted(metadata.entry_points(group=group), key=lambda ep: (ep.name, ep.value))
+
+
+def _load(entry: metadata.EntryPoint) -> Any:
+    try:
+        return entry.load()
+    except Exception as exc:
+        raise ConfigError(
+            f"plug-in {entry.name!r} (entry point {entry.group}: {entry.name} = {entry.value!r}) failed to "
+            f"load: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+@functools.cache
+def load_components() -> tuple[str, ...]:
+    """Import every installed ``moot.components`` plug-in (once); the names of those loaded."""
+    names = []
+    for entry in _entry_points(COMPONENTS):
+        _load(entry)
+        names.append(entry.name)
+    return tuple(names)
+
+
+@functools.cache
+def load_tasks() -> tuple[str, ...]:
+    """Register every installed ``moot.tasks`` plug-in as a task of its entry-point name (once)."""
+    from moot.tasks import register_task
+
+    names = []
+    for entry in _entry_points(TASKS):
+        factory = _load(entry)
+        if not callable(factory):
+            raise ConfigError(
+                f"plug-in {entry.name!r} (entry point {entry.group}: {entry.name} = {entry.value!r}) is not a "
+                "task factory (a Task class or a function that returns a task)"
+            )
+        register_task(entry.name, factory)
+        names.append(entry.name)
+    return tuple(names)

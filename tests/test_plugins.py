@@ -1,5 +1,5 @@
-"""Plug-ins: an installed package's entry points (moot.components, moot.tasks) are found with no `plugins`
-line, a file is loaded with `moot --plugin`, and a plug-in that fails to load is one clear line."""
+"""Plug-ins: an installed package's entry points (moot.components, moot.tasks, moot.backends) are found with
+no `plugins` line, a file is loaded with `moot --plugin`, and a plug-in that fails to load is one clear line."""
 
 from __future__ import annotations
 
@@ -64,16 +64,58 @@ def test_an_installed_rule_and_task_run_with_no_plugins_line(installed: Path, tm
     assert "kept" in shown.stdout and "capitals" in shown.stdout
 
 
-def test_a_plugin_that_fails_to_load_is_one_line_and_help_loads_none(tmp_path: Path) -> None:
+def test_an_installed_backend_kind_and_scripted_model_are_listed_and_run(installed: Path, tmp_path: Path) -> None:
+    listed = moot("backends", path=installed)
+    assert listed.returncode == 0, listed.stderr
+    assert "│ echo " in listed.stdout and "prefix=''" in listed.stdout
+    assert "scripted models: numbers, paris" in listed.stdout
+    assert "│ echo " not in moot("backends").stdout  # not installed: not there
+    experiment = tmp_path / "echo.toml"
+    experiment.write_text(
+        'name = "echo"\n[[tasks]]\nname = "capitals"\ncount = 2\n'
+        '[agent]\nbackend = { kind = "echo", prefix = "Heard: " }\n'
+        '[[conditions]]\nname = "echoed"\nprotocol = "society"\nagents = 2\nrounds = 2\n',
+        encoding="utf-8",
+    )
+    store = tmp_path / "echo.sqlite"
+    result = moot("run", str(experiment), "--output", str(store), path=installed, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    shown = moot("report", str(store), "--no-html", path=installed, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "echoed" in shown.stdout
+    quick = ["run", "--task", "capitals", "--questions", "2", "--protocol", "vote", "--agents", "2"]
+    echoed = moot(*quick, "--backend", "echo", "--output", str(tmp_path / "quick.sqlite"), path=installed, cwd=tmp_path)
+    assert echoed.returncode == 0, echoed.stderr
+    paris = moot(
+        *quick,
+        "--backend",
+        "scripted",
+        "--model",
+        "paris",
+        "--output",
+        str(tmp_path / "paris.sqlite"),
+        path=installed,
+        cwd=tmp_path,
+    )
+    assert paris.returncode == 0, paris.stderr
+    assert "Paris" in paris.stdout
+    refused = moot(*quick, "--backend", "echo", "--output", str(tmp_path / "no.sqlite"), cwd=tmp_path)
+    assert refused.returncode == 2 and "unknown backend 'echo'; choose local, llama-cpp, openai, hf or scripted" in (
+        refused.stderr
+    )
+
+
+@pytest.mark.parametrize("group", ["moot.components", "moot.backends"])
+def test_a_plugin_that_fails_to_load_is_one_line_and_help_loads_none(tmp_path: Path, group: str) -> None:
     site = tmp_path / "site"
     (site / "broken_plugin-0.1.dist-info").mkdir(parents=True)
     (site / "broken_plugin-0.1.dist-info" / "METADATA").write_text("Name: broken-plugin\nVersion: 0.1\n")
-    (site / "broken_plugin-0.1.dist-info" / "entry_points.txt").write_text("[moot.components]\nbroken = broken_rules\n")
+    (site / "broken_plugin-0.1.dist-info" / "entry_points.txt").write_text(f"[{group}]\nbroken = broken_rules\n")
     (site / "broken_rules.py").write_text('raise RuntimeError("boom")\n')
-    result = moot("protocols", "components", path=site)
+    result = moot(*(("protocols", "components") if group == "moot.components" else ("backends",)), path=site)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == (
-        "moot: error: plug-in 'broken' (entry point moot.components: broken = 'broken_rules') failed to load: "
+        f"moot: error: plug-in 'broken' (entry point {group}: broken = 'broken_rules') failed to load: "
         "RuntimeError: boom"
     )
     assert moot("--help", path=site).returncode == 0  # nothing is loaded to show the help

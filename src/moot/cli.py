@@ -58,8 +58,9 @@ Backend = Annotated[
     typer.Option(
         "--backend",
         "-b",
-        help="local (llama.cpp's server, managed by moot; default), llama-cpp (in-process), openai (any server) "
-        "or hf (transformers in-process, with an optional --adapter; see docs/hf-backend.md).",
+        help="A backend kind: local (llama.cpp's server, managed by moot; default), llama-cpp (in-process), "
+        "openai (any server), hf (transformers in-process, with an optional --adapter; see docs/hf-backend.md), "
+        "scripted (scripted replies, no model) or a plug-in's; `moot backends` lists every registered kind.",
     ),
 ]
 Model = Annotated[
@@ -653,6 +654,28 @@ def tasks() -> None:
     console.print(
         "[dim]--data hub reads the Hugging Face hub; --data FILE a JSONL or CSV file in the task's schema; "
         "mmlu:<subject>[,<subject>], hh-rlhf:<subset> and chess-move:<depth> take an argument[/]"
+    )
+
+
+@app.command()
+@reports_errors
+def backends() -> None:
+    """List every registered backend kind (built-in and plug-ins') with its settings and their defaults."""
+    from moot.backends.config import backend_kinds, settings
+    from moot.backends.scripted import scripted_models
+
+    table = Table()
+    for column in ("kind", "what", "settings (defaults)"):
+        table.add_column(column)
+    for name, kind in backend_kinds().items():
+        shown = ", ".join(f"{k}={v!r}" for k, v in settings(kind).items())
+        table.add_row(escape(name), escape(kind.summary or kind.__name__), escape(shown))
+    fit_table(table, console, flexible=("what", "settings (defaults)"))
+    console.print(table)
+    console.print(f"scripted models: {', '.join(scripted_models())}", markup=False, soft_wrap=True)
+    console.print(
+        "[dim]an agent's backend = { kind = ..., ... } in an experiment file, or --backend KIND; "
+        "a plug-in adds its own kind (see README)[/]"
     )
 
 

@@ -1,13 +1,15 @@
-"""Plug-ins: debate rules and tasks of one's own, from installed packages or from Python files.
+"""Plug-ins: debate rules, tasks and backends of one's own, from installed packages or from Python files.
 
 An installed package declares entry points (in its ``pyproject.toml``, ``[project.entry-points."GROUP"]``):
 
 - ``moot.components``: ``NAME = "package.module"``, a module whose import ``@register``s its rules
   (``moot.debate.registry.register``);
 - ``moot.tasks``: ``NAME = "package.module:Factory"``, a Task class or a function of no argument that returns
-  a task; it is registered as task ``NAME`` (``moot.tasks.register_task``).
+  a task; it is registered as task ``NAME`` (``moot.tasks.register_task``);
+- ``moot.backends``: ``NAME = "package.module"``, a module whose import registers backend kinds
+  (``moot.backends.config.register_backend``) or scripted models (``moot.backends.scripted.register_scripted_model``).
 
-They are loaded once, lazily, the first time moot looks a rule or a task up (so ``moot --help`` imports
+They are loaded once, lazily, the first time moot looks a rule, a task or a backend kind up (so ``moot --help`` imports
 none of them); a plug-in that fails to load is one ``ConfigError`` naming its entry point. A Python file that
 is not installed is loaded by path: ``plugins = [...]`` in an experiment file, or ``moot --plugin FILE``.
 """
@@ -22,7 +24,8 @@ from moot.errors import ConfigError
 
 COMPONENTS = "moot.components"
 TASKS = "moot.tasks"
-GROUPS = (COMPONENTS, TASKS)
+BACKENDS = "moot.backends"
+GROUPS = (COMPONENTS, TASKS, BACKENDS)
 
 
 def _entry_points(group: str) -> list[metadata.EntryPoint]:
@@ -41,13 +44,18 @@ def _load(entry: metadata.EntryPoint) -> Any:
 
 
 @functools.cache
-def load_components() -> tuple[str, ...]:
-    """Import every installed ``moot.components`` plug-in (once); the names of those loaded."""
+def _import_group(group: str) -> tuple[str, ...]:
+    """Import every installed plug-in of ``group`` whose import registers what it holds (once); their names."""
     names = []
-    for entry in _entry_points(COMPONENTS):
+    for entry in _entry_points(group):
         _load(entry)
         names.append(entry.name)
     return tuple(names)
+
+
+def load_components() -> tuple[str, ...]:
+    """Import every installed ``moot.components`` plug-in (once); the names of those loaded."""
+    return _import_group(COMPONENTS)
 
 
 @functools.cache
@@ -66,3 +74,8 @@ def load_tasks() -> tuple[str, ...]:
         register_task(entry.name, factory)
         names.append(entry.name)
     return tuple(names)
+
+
+def load_backends() -> tuple[str, ...]:
+    """Import every installed ``moot.backends`` plug-in (once); the names of those loaded."""
+    return _import_group(BACKENDS)

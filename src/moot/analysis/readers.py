@@ -216,7 +216,7 @@ def choi_templates(condition: ResolvedCondition | None) -> bool:
 def rereadable(condition: ResolvedCondition | None) -> bool:
     """The condition's final answer is a vote of its agents' replies (peers, not a judge's or moderator's
     answer), so that another reader can re-derive it."""
-    return condition is not None and condition.protocol.style.kind == "peers" and not condition.protocol.judged
+    return condition is not None and condition.protocol.style.has_peers and not condition.protocol.judged
 
 
 def driven_by_reading(condition: ResolvedCondition | None) -> tuple[str, ...]:

@@ -720,7 +720,7 @@ def peer_style(condition: ResolvedCondition | None) -> bool:
     if condition is None:
         return False
     p = condition.protocol
-    return p.style.kind == "peers" and p.agents >= 2 and not p.judged and p.rounds >= 2
+    return p.style.has_peers and p.agents >= 2 and not p.judged and p.rounds >= 2
 
 
 def best_round_report(transcripts: list[Transcript]) -> BestRound | None:
@@ -846,20 +846,23 @@ def pair_report(
 
 def task_metric(task: str) -> tuple[str | None, bool]:
     """The task card's description of its metric (None when the task is unknown here) and whether accuracy
-    applies: it does unless the description is known and does not mention it (biographies: fact precision)."""
+    applies: as the task declares it (``TaskBase.accuracy_applies``; biographies is scored by fact precision
+    alone); for a task that does not declare it, unless its description is known and does not mention
+    accuracy; for a task unknown here, yes."""
     from moot.tasks import get_task
 
     try:
         instance = get_task(task)
     except MootError:
         return None, True
+    declared = getattr(instance, "accuracy_applies", None)
     description = getattr(instance, "metric_description", None)
     if not isinstance(description, str):
         try:
             description = instance.card().metric
         except MootError:
-            return None, True
-    return description, "accuracy" in description.lower()
+            return None, declared if isinstance(declared, bool) else True
+    return description, declared if isinstance(declared, bool) else "accuracy" in description.lower()
 
 
 def _task_report(

@@ -1,6 +1,6 @@
 """The backend interface: one request in, one reply of n samples out.
 
-``BackendConfig`` (how to reach a model, one variant per kind) lives in moot.backends.config and is
+``BackendConfig`` (how to reach a model: any registered kind's config) lives in moot.backends.config and is
 re-exported here for the modules that import it from the interface.
 """
 

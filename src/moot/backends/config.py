@@ -1,28 +1,42 @@
-"""How to reach a model: one frozen config per backend kind, and ``BackendConfig``, their union on ``kind``.
+"""How to reach a model: one frozen config per backend kind, a registry of the kinds, and ``BackendConfig``,
+the type of a field that holds any registered kind's config.
 
-A config validates from a TOML or JSON table. ``kind`` picks the variant; a table without it is a
-local backend's (files written before backends had kinds of their own still load). Runs stored
-before this split dumped every option of every kind: an option of another kind that holds its
+A backend kind is a ``BackendSettings`` subclass with ``kind: Literal["name"] = "name"``, its options,
+``build`` and ``model_name``, made known by ``@register_backend``. A config validates from a TOML or JSON
+table: ``kind`` picks the registered class (a table without it is a local backend's, as files written
+before backends had kinds of their own are), and a field typed ``BackendConfig`` dumps that class's own
+options. The registry is its own, not a family of the debate components' (moot.debate.registry): a
+backend config is no ``Component`` (it is built into a ``Backend`` once per distinct config, a table
+without ``kind`` has a default, and its options were once shared by every kind), but it works the same
+way: built-in kinds register where they are defined, a plug-in's kind registers from its own file
+(``load_plugin``, an experiment's ``plugins``, ``moot --plugin``) or from an installed package's
+``moot.backends`` entry point (loaded on the first lookup, ``backend_kinds``), and a stored run whose
+kind is not loaded reads back as an ``UnregisteredBackend`` record (enough to report on, not to run).
+
+Runs stored before this split dumped every option of every kind: an option of another kind that holds its
 default is dropped, any other is an error naming the key. Configs are hashable (one backend is
 built per distinct config) and hold no secret (an API key is read from ``api_key_env``); a base URL's
 credentials, if any, are redacted from its JSON dump (what a store keeps) and from ``describe``.
 
-Adding a backend kind: its module (the backend itself) and its config class here, with ``build``,
-listed in ``BACKEND_KINDS`` and ``BackendConfig``.
+Adding a backend kind: its module (the backend itself) and its config class, decorated with
+``@register_backend``; nothing else lists the kinds (``moot run --backend``, ``moot backends`` and
+experiment files read the registry).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SerializationInfo,
+    SerializeAsAny,
     SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
     field_serializer,
@@ -46,10 +60,12 @@ LATER_OPTIONS = frozenset({"slots", "port", "cooldown_s"})
 
 class BackendSettings(BaseModel):
     """What every backend config has. Subclasses give ``kind`` (a one-value Literal with that value as
-    default), their own options, ``build`` and ``model_name``."""
+    default), their own options, ``build`` and ``model_name``, and a one-line ``summary`` (what
+    ``moot backends`` shows); ``@register_backend`` makes them known."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    summary: ClassVar[str] = ""
     kind: str
     model: str | None = None
     logprobs: bool = Field(
@@ -62,7 +78,7 @@ class BackendSettings(BaseModel):
         they hold their default, so a stored run's fingerprint is what it was and the run resumes."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in LATER_OPTIONS & data.keys():
+            for key in LATER_OPTIONS & data.keys() & type(self).model_fields.keys():
                 if getattr(self, key) == type(self).model_fields[key].default:
                     del data[key]
         return data
@@ -72,19 +88,19 @@ class BackendSettings(BaseModel):
     def _own_options(cls, data: Any) -> Any:
         """Record ``kind`` as given (so a dump of the set fields keeps it), drop options of other kinds
         that hold their default (old dumps carry them all), and refuse the others by name."""
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or cls.model_fields["kind"].is_required():  # not a registered kind's class
             return data
         kind = cls.model_fields["kind"].default
         kept: dict[str, Any] = {"kind": kind}
         errors: list[InitErrorDetails] = []
-        for key, value in data.items():
+        for key, value in data.items():  # the kinds registered so far (a table's kind was looked up: plug-ins are in)
             owners = [] if key in cls.model_fields else [c for c in BACKEND_KINDS.values() if key in c.model_fields]
             if not owners:  # an own option, or unknown to every kind (then refused as an unknown key)
                 kept[key] = value
             elif all(value != c.model_fields[key].default for c in owners):
-                kinds = " or ".join(c.model_fields["kind"].default for c in owners)
+                owner = " or ".join(c.model_fields["kind"].default for c in owners)
                 message = "an option of the {owner} backend, not of the {kind} one"
-                error = PydanticCustomError("backend_option", message, {"owner": kinds, "kind": kind})
+                error = PydanticCustomError("backend_option", message, {"owner": owner, "kind": kind})
                 errors.append(InitErrorDetails(type=error, loc=(key,), input=value))
         if errors:
             raise ValidationError.from_exception_data(cls.__name__, errors)
@@ -103,6 +119,37 @@ class BackendSettings(BaseModel):
         return self.model_name()
 
 
+BACKEND_KINDS: dict[str, type[BackendSettings]] = {}  # by kind, in registration order (built-ins first)
+_B = TypeVar("_B", bound=type[BackendSettings])
+
+
+def register_backend(cls: _B) -> _B:
+    """Class decorator: make a backend kind known by its ``kind`` default (a kind registered again by
+    another class is an error; the same class again, e.g. a plug-in file loaded twice, replaces it)."""
+    kind = cls.__pydantic_fields__["kind"].default
+    if not isinstance(kind, str) or not kind.strip() or kind != kind.strip():
+        raise ConfigError(f"{cls.__name__} needs a default kind, e.g. kind: Literal['mine'] = 'mine'")
+    known = BACKEND_KINDS.get(kind)
+    if known is not None and known.__qualname__ != cls.__qualname__:
+        raise ConfigError(f"backend kind {kind!r} is already registered by {known.__module__}.{known.__qualname__}")
+    BACKEND_KINDS[kind] = cls
+    return cls
+
+
+def backend_kinds() -> dict[str, type[BackendSettings]]:
+    """Every registered backend kind, by name; the first call loads installed plug-ins (entry points
+    ``moot.backends``), so ``moot --help`` loads none."""
+    from moot.plugins import load_backends
+
+    load_backends()
+    return BACKEND_KINDS
+
+
+def settings(kind: type[BackendSettings]) -> dict[str, Any]:
+    """A kind's options and their defaults (what ``moot backends`` lists)."""
+    return {name: field.default for name, field in kind.model_fields.items() if name != "kind"}
+
+
 def _gguf(name: str) -> tuple[Any, str]:
     """The path of a registered model or GGUF file, and its identity ``gguf:<sha256>``."""
     from moot.models import REGISTRY, resolve_model_path, sha256_of
@@ -112,9 +159,11 @@ def _gguf(name: str) -> tuple[Any, str]:
     return path, f"gguf:{digest}"
 
 
+@register_backend
 class LocalBackendConfig(BackendSettings):
     """A GGUF model behind llama.cpp's server, started and stopped by moot (moot.backends.llama_server)."""
 
+    summary: ClassVar[str] = "llama.cpp's server, started and stopped by moot (the default)"
     kind: Literal["local"] = "local"
     model: str | None = Field(
         default=None, description=f"a registered model name or a GGUF path (default {DEFAULT_MODEL})"
@@ -147,10 +196,12 @@ class LocalBackendConfig(BackendSettings):
         return self.model or DEFAULT_MODEL
 
 
+@register_backend
 class LlamaCppBackendConfig(BackendSettings):
     """llama.cpp in-process through llama-cpp-python, one call at a time (moot.backends.local): slower than
     the server, but a seeded sample at temperature > 0 reproduces exactly, whatever else runs."""
 
+    summary: ClassVar[str] = "llama.cpp in-process (llama-cpp-python), one call at a time"
     kind: Literal["llama-cpp"] = "llama-cpp"
     model: str | None = Field(
         default=None, description=f"a registered model name or a GGUF path (default {DEFAULT_MODEL})"
@@ -168,6 +219,7 @@ class LlamaCppBackendConfig(BackendSettings):
         return self.model or DEFAULT_MODEL
 
 
+@register_backend
 class OpenAIBackendConfig(BackendSettings):
     """Any OpenAI-compatible server (moot.backends.openai_api), or several serving one model.
 
@@ -176,6 +228,7 @@ class OpenAIBackendConfig(BackendSettings):
     per endpoint; when it is not given, each endpoint's is read from the server where it says
     (llama-server's ``/props`` ``total_slots``), else 8 (its default, and what a dump shows)."""
 
+    summary: ClassVar[str] = "any OpenAI-compatible server (OpenAI, vLLM, llama-server, Ollama)"
     kind: Literal["openai"] = "openai"
     model: str | None = Field(default=None, description="the served model name (default: the server's only model)")
     base_url: str | tuple[str, ...] | None = Field(
@@ -240,10 +293,12 @@ class OpenAIBackendConfig(BackendSettings):
         return f"{self.model_name()} at {', '.join(redact(url) for url in self.base_urls) or None}"
 
 
+@register_backend
 class HFBackendConfig(BackendSettings):
     """A causal LM through transformers in-process, with an optional peft (LoRA) adapter (moot.backends.hf):
     how moot debates with a model trained by `moot train`. One call at a time; needs ``moot[hf]``."""
 
+    summary: ClassVar[str] = "transformers in-process, with an optional peft adapter"
     kind: Literal["hf"] = "hf"
     model: str | None = Field(
         default=None,
@@ -289,57 +344,68 @@ class HFBackendConfig(BackendSettings):
         return self.model_name() + (f" + adapter {self.adapter}" if self.adapter else "")
 
 
+@register_backend
 class ScriptedBackendConfig(BackendSettings):
     """Scripted replies, for tests and benchmarks of the runner (moot.backends.scripted)."""
 
+    summary: ClassVar[str] = "scripted replies, for tests (no model)"
     kind: Literal["scripted"] = "scripted"
     model: str | None = Field(default=None, description="a scripted model (default: numbers)")
     delay_s: float = Field(default=0.0, ge=0, description="seconds each reply takes")
 
     def build(self) -> Backend:
-        from moot.backends.scripted import SCRIPTED_MODELS, ScriptedBackend
+        from moot.backends.scripted import ScriptedBackend, scripted_models
 
         name = self.model or "numbers"
-        responder = SCRIPTED_MODELS.get(name)
+        known = scripted_models()
+        responder = known.get(name)
         if responder is None:
-            raise ConfigError(f"unknown scripted model {self.model!r}; known: {', '.join(SCRIPTED_MODELS)}")
+            raise ConfigError(f"unknown scripted model {self.model!r}; known: {', '.join(known)}")
         return ScriptedBackend(responder, model=f"scripted:{name}", delay_s=self.delay_s, record=False)
 
     def model_name(self) -> str:
         return self.model or "server-default"
 
 
-BACKEND_KINDS: dict[str, type[BackendSettings]] = {
-    "local": LocalBackendConfig,
-    "llama-cpp": LlamaCppBackendConfig,
-    "openai": OpenAIBackendConfig,
-    "hf": HFBackendConfig,
-    "scripted": ScriptedBackendConfig,
-}
+class UnregisteredBackend(BackendSettings):
+    """A backend read from a stored run whose kind is not registered (its plug-in is not loaded): its kind
+    and options as stored, so the run still reports and keeps its fingerprint; building it is an error."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    def build(self) -> Backend:
+        raise ConfigError(
+            f"backend kind {self.kind!r} is not registered: load the plug-in that defines it "
+            f"(installed, or named in plugins = [...] or moot --plugin); kinds: {', '.join(backend_kinds())}"
+        )
+
+    def model_name(self) -> str:
+        return self.model or self.kind
 
 
-def _by_kind(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """A table validates as the config of its ``kind`` (default local), with errors located at its keys."""
+def _by_kind(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    """A table validates as the config of its registered ``kind`` (default local), with errors located at
+    its keys; in a stored run (context ``STORED``) an unknown kind is kept as an ``UnregisteredBackend``."""
     if not isinstance(value, dict):
         return handler(value)
     kind = value.get("kind", DEFAULT_KIND)
-    if kind not in BACKEND_KINDS:
-        context = {"kind": kind, "kinds": ", ".join(BACKEND_KINDS)}
+    kinds = backend_kinds()
+    if kind not in kinds and isinstance(kind, str) and (info.context or {}).get("stored"):
+        return UnregisteredBackend.model_validate(value)
+    if kind not in kinds:
+        context = {"kind": kind, "kinds": ", ".join(kinds)}
         raise PydanticCustomError("backend_kind", "unknown backend kind {kind}; kinds: {kinds}", context)
-    return BACKEND_KINDS[kind].model_validate(value)
+    return kinds[kind].model_validate(value)
 
 
-BackendConfig = Annotated[
-    LocalBackendConfig | LlamaCppBackendConfig | OpenAIBackendConfig | HFBackendConfig | ScriptedBackendConfig,
-    Field(discriminator="kind"),
-    WrapValidator(_by_kind),
-]
+# A field holding any registered kind's config: parsed by ``kind`` through the registry, dumped as its own class.
+BackendConfig = Annotated[SerializeAsAny[BackendSettings], WrapValidator(_by_kind)]
 
 _ADAPTER: TypeAdapter[BackendConfig] = TypeAdapter(BackendConfig)
 
 
 def parse_backend(**options: Any) -> BackendConfig:
-    """The config these options describe (``kind`` picks the variant; default local)."""
+    """The config these options describe (``kind`` picks the registered class; default local)."""
     return _ADAPTER.validate_python(options)
 
 

@@ -1,4 +1,8 @@
-"""The ``scripted`` backend: replays scripted replies, for unit tests of protocol logic only."""
+"""The ``scripted`` backend: replays scripted replies, for unit tests of protocol logic only.
+
+A scripted model (``backend = { kind = "scripted", model = "NAME" }``) is a responder, a function of
+(request, sample index) returning the reply, made known by ``register_scripted_model`` where it is
+defined; a plug-in (a file, or an installed package's ``moot.backends`` entry point) adds its own."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
-from moot.errors import BackendError
+from moot.errors import BackendError, ConfigError
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,30 @@ class ScriptedBackend:
         return None
 
 
+SCRIPTED_MODELS: dict[str, Responder] = {}  # by name, in registration order
+
+
+def register_scripted_model(name: str, responder: Responder) -> Responder:
+    """Make ``responder`` the scripted model ``name`` (the same function again changes nothing; another
+    function under a taken name is an error). Returns it, so it can decorate:
+    ``register_scripted_model("mine", mine)`` or ``@functools.partial(register_scripted_model, "mine")``."""
+    if not name or name != name.strip() or any(c.isspace() for c in name):
+        raise ConfigError(f"a scripted model's name is one word, got {name!r}")
+    known = SCRIPTED_MODELS.get(name)
+    if known is not None and known is not responder:
+        raise ConfigError(f"scripted model {name!r} is already registered by {known.__module__}.{known.__qualname__}")
+    SCRIPTED_MODELS[name] = responder
+    return responder
+
+
+def scripted_models() -> dict[str, Responder]:
+    """Every registered scripted model, by name; installed plug-ins (``moot.backends``) load on the first call."""
+    from moot.plugins import load_backends
+
+    load_backends()
+    return SCRIPTED_MODELS
+
+
 def seeded_numbers(request: GenerationRequest, index: int) -> str:
     """A deterministic reply: a number in [0, 50) fixed by the request's messages, seed and sample index.
 
@@ -102,4 +130,4 @@ def seeded_numbers(request: GenerationRequest, index: int) -> str:
     return f"Working through it step by step, the answer is {number}."
 
 
-SCRIPTED_MODELS: dict[str, Responder] = {"numbers": seeded_numbers}
+register_scripted_model("numbers", seeded_numbers)

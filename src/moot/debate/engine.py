@@ -13,7 +13,7 @@ from moot.calls import Caller
 from moot.debate.agents import Agent
 from moot.debate.context import JUDGE_NAME, Debate
 from moot.debate.protocols import ProtocolSpec
-from moot.debate.records import DebateResult, FinalStatus, JudgeVerdict, RoundRecord
+from moot.debate.records import DebateResult, FinalStatus, JudgeVerdict, RoundRecord, StopReason
 from moot.errors import BackendError, ConfigError
 from moot.tasks.base import Question, Task
 
@@ -49,7 +49,7 @@ async def run_debate(
     _validate(protocol, agents, judge)
     debate = Debate(question, task, protocol, agents, caller, seed, judge)
     protocol.style.start(debate)
-    reason = "max_rounds"
+    reason = StopReason.MAX_ROUNDS
     try:
         for r in range(protocol.rounds):
             record = await protocol.style.play(debate, r)
@@ -62,12 +62,19 @@ async def run_debate(
         final_judge = await protocol.style.finish(debate, reason)
     except BackendError as exc:
         return DebateResult(
-            question, protocol.name, tuple(debate.records), None, FinalStatus.ERROR, False, "error", str(exc)
+            question,
+            protocol.name,
+            tuple(debate.records),
+            None,
+            FinalStatus.ERROR,
+            False,
+            StopReason.ERROR,
+            str(exc),
         )
     return _result(debate, reason, final_judge)
 
 
-def _result(debate: Debate, reason: str, final_judge: JudgeVerdict | None) -> DebateResult:
+def _result(debate: Debate, reason: StopReason, final_judge: JudgeVerdict | None) -> DebateResult:
     winner, tied = debate.protocol.aggregation.final(debate.records, final_judge)
     if winner is not None:
         status = FinalStatus.ANSWERED

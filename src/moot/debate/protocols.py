@@ -23,8 +23,8 @@ from moot.debate.components.rendering import Rendering
 from moot.debate.components.retention import Retention
 from moot.debate.components.stopping import Stopping
 from moot.debate.components.topology import Topology
-from moot.debate.registry import Component, rule
-from moot.debate.schedules import Schedule
+from moot.debate.registry import Component, Unregistered, parse, rule
+from moot.debate.schedules import SLOTS, Schedule
 from moot.errors import ConfigError, unknown_name
 from moot.limits import MAX_AGENTS, MAX_POOL, MAX_ROUNDS, check_at_most
 
@@ -159,10 +159,23 @@ class ProtocolSpec(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _consistent(self) -> ProtocolSpec:
+    def _consistent(self, info: ValidationInfo) -> ProtocolSpec:
+        stored = bool((info.context or {}).get("stored"))
+        if stored and any(isinstance(c, Unregistered) for c in self.components()):
+            return self  # a stored rule whose plug-in is not loaded: its capabilities are unknown here
+        if not stored:  # a stored run reads as it was run (Liang ignored the slots it does not use)
+            self._check_slots()
         for component in self.components():
             component.check(self)
         return self
+
+    def _check_slots(self) -> None:
+        """Refuse a slot its schedule does not read (``Schedule.slots``) set to anything but its default:
+        it would be silently ignored (Liang's debaters have no topology, rendering or history)."""
+        for slot in sorted(SLOTS - self.style.slots):
+            value, default = getattr(self, slot), type(self).model_fields[slot].default
+            if value != (None if default is None else parse(_family(slot), default)):
+                raise ValueError(f"style {self.style.kind!r} does not use {slot!r}")
 
     def components(self) -> list[Component]:
         """Every component, in the order ``moot protocols show`` lists them."""
@@ -237,6 +250,11 @@ class ProtocolSpec(BaseModel):
             "model calls per round": self.calls_per_round(),
             "reference": self.reference,
         }
+
+
+def _family(slot: str) -> str:
+    """The component family a protocol slot holds."""
+    return "cue" if slot in ("confidence", "uncertainty_cue", "vote_cue") else slot
 
 
 def _rule_fields(family: str, table: dict[str, Any]) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
 
 from moot.backends.base import Message, TokenLogprob
 from moot.tasks.base import ParseStatus, Question
@@ -18,6 +19,39 @@ class FinalStatus(StrEnum):
     UNPARSED = "unparsed"  # no agent gave a parseable answer in the deciding round: scored wrong
     ABSTAINED = "abstained"  # a tie under the "abstain" rule: scored wrong
     ERROR = "error"  # a model call failed: scored wrong, reported separately
+
+
+class StopReason(str):
+    """Why a debate ended: a name from an open set, so a plug-in's stopping rule may name its own reason.
+
+    A str subclass rather than a StrEnum: the built-in reasons are constants (``StopReason.MAX_ROUNDS``),
+    a plug-in's rule returns any name (``Stopping.stop`` makes it a StopReason), and a store writes and
+    reads the plain string, so runs stored before this type existed read back the same values (equal to,
+    and hashing as, the strings they hold)."""
+
+    __slots__ = ()
+
+    MAX_ROUNDS: ClassVar[StopReason]  # the round cap was reached
+    ERROR: ClassVar[StopReason]  # a model call failed
+    CONSENSUS: ClassVar[StopReason]  # stopping 'consensus'
+    STABLE: ClassVar[StopReason]  # stopping 'stable'
+    JUDGE_CONFIDENT: ClassVar[StopReason]  # stopping 'judge'
+    MODERATOR_ANSWER: ClassVar[StopReason]  # stopping 'moderator_answer' (Liang et al.'s release)
+    MODERATOR_PREFERENCE: ClassVar[StopReason]  # stopping 'moderator' (moot 0.1)
+    MODERATOR_CONFIDENT: ClassVar[StopReason]  # stopping 'moderator_confidence'
+
+    def __repr__(self) -> str:
+        return f"StopReason({str.__repr__(self)})"
+
+
+StopReason.MAX_ROUNDS = StopReason("max_rounds")
+StopReason.ERROR = StopReason("error")
+StopReason.CONSENSUS = StopReason("consensus")
+StopReason.STABLE = StopReason("stable")
+StopReason.JUDGE_CONFIDENT = StopReason("judge_confident")
+StopReason.MODERATOR_ANSWER = StopReason("moderator_answer")
+StopReason.MODERATOR_PREFERENCE = StopReason("moderator_preference")
+StopReason.MODERATOR_CONFIDENT = StopReason("moderator_confident")
 
 
 @dataclass(frozen=True)
@@ -129,9 +163,13 @@ class DebateResult:
     final_answer: str | None
     status: FinalStatus
     correct: bool
-    stop_reason: str
+    stop_reason: StopReason
     error: str | None = None
     final_judge: JudgeVerdict | None = None  # Liang's final judge at the round cap
+
+    def __post_init__(self) -> None:
+        if type(self.stop_reason) is not StopReason:  # a plain string (a plug-in's, a caller's): the same name
+            object.__setattr__(self, "stop_reason", StopReason(self.stop_reason))
 
     @property
     def rounds_used(self) -> int:

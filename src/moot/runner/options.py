@@ -5,11 +5,11 @@ configuration types an experiment file does. Errors name the option."""
 from __future__ import annotations
 
 import tomllib
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from moot.backends.config import parse_backend
+from moot.backends.config import backend_kinds, parse_backend
 from moot.debate.agents import Sampling
 from moot.debate.components.aggregation import TieRule
 from moot.debate.protocols import COMPONENT_FIELDS, resolve_protocol
@@ -25,7 +25,6 @@ from moot.runner.config import (
 )
 
 TIE_RULES = ("first", "random", "abstain")
-BACKENDS = ("local", "llama-cpp", "openai", "hf")
 
 
 class AgentOptions(BaseModel):
@@ -37,7 +36,7 @@ class AgentOptions(BaseModel):
     agents: int | None = None
     rounds: int | None = None
     tie_rule: TieRule | None = None
-    backend: Literal["local", "llama-cpp", "openai", "hf"] | None = None
+    backend: str | None = None  # a registered backend kind (moot.backends.config.backend_kinds)
     model: str | None = None
     adapter: str | None = None  # hf: a peft adapter folder
     base_url: str | list[str] | None = None  # several: endpoints serving the same model
@@ -79,8 +78,10 @@ class AgentOptions(BaseModel):
     @field_validator("backend", mode="before")
     @classmethod
     def _backend(cls, value: Any) -> Any:
-        if value is not None and value not in BACKENDS:
-            raise ValueError(f"unknown backend {value!r}; choose {', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
+        """Any registered kind (built-in or a plug-in's); an unknown one is named with the known ones."""
+        kinds = list(backend_kinds())
+        if value is not None and value not in kinds:
+            raise ValueError(f"unknown backend {value!r}; choose {', '.join(kinds[:-1])} or {kinds[-1]}")
         return value
 
     @classmethod

@@ -582,6 +582,7 @@ class RunStore:
         "interrupted": the run was killed (``lock_holder``)."""
         from pydantic import ValidationError
 
+        from moot.debate.registry import STORED
         from moot.runner.config import ExperimentConfig
 
         m = self.meta()
@@ -593,7 +594,8 @@ class RunStore:
                 name=m["name"],
                 status=self._status(m),
                 fingerprint_hash=m["fingerprint_hash"],
-                config=ExperimentConfig.model_validate(m["config"]),
+                # read as stored: a plug-in's rule or backend kind that is not loaded is kept as a record
+                config=ExperimentConfig.model_validate(m["config"], context=STORED),
                 round_convention=m.get("round_convention", ""),
                 history_mode=m.get("history_mode", ""),
                 prompt_templates=m.get("prompt_templates", {}),
@@ -862,7 +864,7 @@ class RunStore:
                     result.status.value,
                     int(result.correct),
                     result.rounds_used,
-                    result.stop_reason,
+                    str(result.stop_reason),  # its plain name, as every store holds it
                     result.error,
                     json.dumps([_vote_json(r) for r in result.rounds]),
                     final_judge,
@@ -892,6 +894,7 @@ class RunStore:
             PoolRecord,
             RetentionRecord,
             RoundRecord,
+            StopReason,
         )
         from moot.tasks.base import Question
 
@@ -930,7 +933,7 @@ class RunStore:
                 final_answer=row["final_answer"],
                 status=FinalStatus(row["status"]),
                 correct=bool(row["correct"]),
-                stop_reason=row["stop_reason"],
+                stop_reason=StopReason(row["stop_reason"]),  # stored as its plain name
                 error=row["error"],
                 final_judge=_record(JudgeVerdict, json.loads(row["final_judge"])) if row["final_judge"] else None,
             )

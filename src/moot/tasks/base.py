@@ -174,6 +174,9 @@ class TaskBase:
     licence: str = "generated"
     source_url: str = ""
     metric_description: str = "accuracy"
+    # Whether a reply is right or wrong (``score``) and accuracy is reported; False for a task scored by its
+    # ``metric`` alone (biographies' fact precision), whose report then shows no accuracy.
+    accuracy_applies: bool = True
     offline_note: str = "generated"
     metric_uses_judge: bool = False  # its ``metric`` asks the condition's judge model (biographies)
 

@@ -104,6 +104,7 @@ class BiographiesTask(DatasetTask):
     version = "Du et al. biography/article.json (524 people)"
     offline_note = "not shipped (local article.json)"
     metric_description = "fact precision (LLM judge: consistent / (consistent + inconsistent))"
+    accuracy_applies = False
     answer_instruction = (
         "Give your answer as a bullet point biography, with each fact separated with a new line character."
     )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from moot.debate.records import JudgeVerdict, RoundRecord, Turn, Vote
-from moot.debate.registry import Component, register
+from moot.debate.registry import Component, register, rules
 
 TieRule = Literal["first", "random", "abstain"]
 
@@ -82,7 +82,8 @@ class Aggregation(Component):
     """How a round's answers become a vote, and how the debate's final answer is chosen."""
 
     family = "aggregation"
-    judged: ClassVar[bool] = False  # the final answer is a judge's or moderator's, not the agents' vote
+    # The final answer is a judge's or moderator's, not the agents' vote (what style 'liang' needs).
+    judged: ClassVar[bool] = False
 
     def vote(self, turns: Sequence[Turn], tie_rule: TieRule, seed: int) -> Vote:
         return majority_vote([t.answer for t in turns], tie_rule, seed)
@@ -137,8 +138,10 @@ class JudgeAnswer(Aggregation):
         return (verdict.answer if verdict is not None else None), ()
 
     def check(self, protocol: Any) -> None:
-        if protocol.stopping.kind != "judge":
-            raise ValueError("aggregation 'judge' needs stopping kind 'judge' (the judge is called after each round)")
+        if not protocol.stopping.judges_rounds:
+            judging = [kind for kind, rule in rules("stopping").items() if getattr(rule, "judges_rounds", False)]
+            kinds = " or ".join(repr(k) for k in judging)
+            raise ValueError(f"aggregation 'judge' needs stopping kind {kinds} (the judge is called after each round)")
 
 
 @register
@@ -155,5 +158,6 @@ class ModeratorAnswer(Aggregation):
         return (source.answer if source is not None else None), ()
 
     def check(self, protocol: Any) -> None:
-        if protocol.style.kind != "liang":
-            raise ValueError("a moderator exists only in style 'liang'")
+        if not protocol.style.moderated:
+            moderated = [kind for kind, rule in rules("schedule").items() if getattr(rule, "moderated", False)]
+            raise ValueError(f"a moderator exists only in style {' or '.join(repr(k) for k in moderated)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -25,7 +25,11 @@ if TYPE_CHECKING:
 
 
 class Initializer(Component):
+    """How round 0 is answered. Only a schedule that reads the ``initializer`` slot calls it (see
+    ``Schedule.slots``); a protocol that sets it for another schedule is refused."""
+
     family = "initializer"
+    samples_pool: ClassVar[bool] = False  # it samples a pool of candidates and keeps some (a PoolRecord)
 
     async def first_round(self, debate: Debate) -> tuple[list[Turn], PoolRecord | None]:
         """Round 0's turns, one per agent, from the agents' initial messages."""
@@ -48,6 +52,7 @@ class Independent(Initializer):
 @register
 class Diverse(Initializer):
     kind: Literal["diverse"] = "diverse"
+    samples_pool = True
     pool_size: int | None = Field(default=None, ge=1, description="candidates sampled (default 2 x agents)")
     similarity: Literal["jaccard", "embedding"] = Field(
         default="jaccard", description="text similarity: token Jaccard or MiniLM embeddings (the embeddings extra)"
@@ -57,8 +62,8 @@ class Diverse(Initializer):
         return self.pool_size if self.pool_size is not None else 2 * agents
 
     def check(self, protocol: Any) -> None:
-        if protocol.style.kind != "peers" or self.pool(protocol.agents) < protocol.agents:
-            raise ValueError("initializer 'diverse' needs style 'peers' and pool_size >= agents")
+        if self.pool(protocol.agents) < protocol.agents:
+            raise ValueError("initializer 'diverse' needs pool_size >= agents")
         from moot.debate import embeddings
 
         if self.similarity == "embedding" and not embeddings.available():

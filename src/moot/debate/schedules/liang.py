@@ -26,12 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from moot.backends.base import Message
-from moot.debate.components.retention.all import KeepAll
-from moot.debate.components.stopping.fixed import Fixed
 from moot.debate.components.stopping.judge import read_confidence, read_object
-from moot.debate.components.stopping.moderator import ModeratorConfidence, ModeratorStopping
 from moot.debate.context import JUDGE_NAME, MODERATOR_NAME
-from moot.debate.records import JudgeVerdict, RoundRecord, Turn
+from moot.debate.records import JudgeVerdict, RoundRecord, StopReason, Turn
 from moot.debate.registry import register, template
 from moot.debate.schedules import Schedule
 from moot.seeds import derive_seed
@@ -212,16 +209,17 @@ class Liang(Schedule):
         "(the stopping study's prompt-matched control)",
     )
     needs_helper = True
+    moderated = True
+    # The debaters keep their own conversations and hear each other in turn: no topology, history, rendering,
+    # initialiser, retention or cue slot applies (the stopping rule and the aggregation check what they need).
+    slots = frozenset()
 
     def check(self, protocol: Any) -> None:
-        if protocol.agents != 2 or protocol.aggregation.kind != "moderator":
-            raise ValueError("style 'liang' needs exactly 2 agents (affirmative, negative) and aggregation 'moderator'")
-        if not isinstance(protocol.stopping, Fixed | ModeratorStopping):
-            raise ValueError("style 'liang' stops by 'fixed', 'moderator' or 'moderator_confidence'")
-        if not isinstance(protocol.retention, KeepAll) or protocol.uncertainty_cue or protocol.vote_cue:
-            raise ValueError("retention and cues apply to style 'peers'")
-        if protocol.initializer.kind != "independent":
-            raise ValueError("initializer 'diverse' needs style 'peers' and pool_size >= agents")
+        if protocol.agents != 2 or not protocol.aggregation.judged:
+            raise ValueError(
+                "style 'liang' needs exactly 2 agents (affirmative, negative) and an aggregation that takes the "
+                "moderator's answer ('moderator')"
+            )
 
     def describe(self, protocol: Any = None) -> str:
         judge = "final judge at the cap" if self.final_judge else "no final judge: the last moderator answer counts"
@@ -265,7 +263,10 @@ class Liang(Schedule):
         """The moderator prompt in use: the one set, else the one the stopping rule needs."""
         if self.moderator_prompt is not None:
             return self.moderator_prompt
-        return "confidence" if isinstance(protocol.stopping, ModeratorConfidence) else "liang"
+        return "confidence" if protocol.stopping.needs_moderator_confidence else "liang"
+
+    def moderator_states_confidence(self, protocol: Any) -> bool:
+        return self.prompt_variant(protocol) != "liang"
 
     def _moderator_prompt(self, debate: Debate, round_index: int, turns: Sequence[Turn]) -> Message:
         return moderator_prompt(round_index, turns[0].text, turns[1].text, self.prompt_variant(debate.protocol))
@@ -290,10 +291,10 @@ class Liang(Schedule):
         verdict = await moderate(debate, asked, MODERATOR_NAME, r)
         return RoundRecord(index=r, turns=turns, vote=vote, judge=verdict)
 
-    async def finish(self, debate: Debate, stop_reason: str) -> JudgeVerdict | None:
+    async def finish(self, debate: Debate, stop_reason: StopReason) -> JudgeVerdict | None:
         """Liang's final judge at the cap: list the candidates, then decide (two calls, plus a repair). It
         reads the debaters' first-round answers, as the release does (their ``memory_lst[2]``)."""
-        if stop_reason != "max_rounds" or not self.final_judge:
+        if stop_reason != StopReason.MAX_ROUNDS or not self.final_judge:
             return None
         task, question, first = debate.task, debate.question, debate.records[0]
         r = len(debate.records)

@@ -28,6 +28,7 @@ def with_cues(debate: Debate, message: Message, previous: RoundRecord | None) ->
 @register
 class Peers(Schedule):
     kind: Literal["peers"] = "peers"
+    has_peers = True
 
     def start(self, debate: Debate) -> None:
         debate.histories = [debate.protocol.history.first_messages(debate, a) for a in debate.agents]

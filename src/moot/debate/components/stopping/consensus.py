@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from moot.debate.components.stopping import Stopping
-from moot.debate.records import RoundRecord
+from moot.debate.records import RoundRecord, StopReason
 from moot.debate.registry import register
 
 
@@ -17,12 +17,13 @@ from moot.debate.registry import register
 class Consensus(Stopping):
     kind: Literal["consensus"] = "consensus"
     fraction: float = Field(default=1.0, gt=0.0, le=1.0, description="share of agents that must agree")
+    needs_peers = True
 
     def reason(self, history: Sequence[RoundRecord]) -> str | None:
         last = history[-1]
         answers = [t.answer for t in last.turns if t.answer is not None]
         if answers and Counter(answers).most_common(1)[0][1] >= self.fraction * len(last.turns):
-            return "consensus"
+            return StopReason.CONSENSUS
         return None
 
     def condition(self) -> str:

@@ -17,7 +17,7 @@ from pydantic import Field
 from moot.backends.base import Message
 from moot.debate.components.stopping import Stopping
 from moot.debate.context import JUDGE_NAME
-from moot.debate.records import JudgeVerdict, RoundRecord, Turn
+from moot.debate.records import JudgeVerdict, RoundRecord, StopReason, Turn
 from moot.debate.registry import register, template
 from moot.tasks.base import Question, Task
 
@@ -216,6 +216,8 @@ class JudgeConfidence(Stopping):
     kind: Literal["judge"] = "judge"
     threshold: float = Field(default=90.0, ge=0.0, le=100.0, description="judge confidence to stop at (0-100)")
     needs_helper = True
+    needs_peers = True  # a peer schedule asks for its verdict after each round
+    judges_rounds = True
 
     async def verdict(self, debate: Debate, turns: Sequence[Turn], round_index: int) -> JudgeVerdict | None:
         reply = await debate.ask(JUDGE_NAME, judge_messages(debate.task, debate.question, turns), round_index)
@@ -232,7 +234,7 @@ class JudgeConfidence(Stopping):
     def reason(self, history: Sequence[RoundRecord]) -> str | None:
         verdict = history[-1].judge
         if verdict is not None and verdict.confidence is not None and verdict.confidence >= self.threshold:
-            return "judge_confident"
+            return StopReason.JUDGE_CONFIDENT
         return None
 
     def condition(self) -> str:

@@ -12,20 +12,19 @@ only be non-empty. Its default keeps moot 0.1's meaning for stored runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from moot.debate.components.stopping import Stopping
-from moot.debate.records import JudgeVerdict, RoundRecord
+from moot.debate.records import JudgeVerdict, RoundRecord, StopReason
 from moot.debate.registry import register
 
 
 class ModeratorStopping(Stopping):
-    def check(self, protocol: Any) -> None:
-        super().check(protocol)
-        if protocol.style.kind != "liang":
-            raise ValueError("a moderator exists only in style 'liang'")
+    """A rule that reads the ruling of the schedule's moderator (``Schedule.moderated``)."""
+
+    needs_moderator = True
 
     @staticmethod
     def answered(verdict: JudgeVerdict | None) -> bool:
@@ -38,7 +37,7 @@ class ModeratorAnswered(ModeratorStopping):
     kind: Literal["moderator_answer"] = "moderator_answer"
 
     def reason(self, history: Sequence[RoundRecord]) -> str | None:
-        return "moderator_answer" if self.answered(history[-1].judge) else None
+        return StopReason.MODERATOR_ANSWER if self.answered(history[-1].judge) else None
 
     def condition(self) -> str:
         return "the moderator's debate_answer is non-empty (Liang et al.)"
@@ -51,7 +50,7 @@ class ModeratorPreference(ModeratorStopping):
     def reason(self, history: Sequence[RoundRecord]) -> str | None:
         verdict = history[-1].judge
         if verdict is not None and verdict.preference and verdict.answer is not None:
-            return "moderator_preference"
+            return StopReason.MODERATOR_PREFERENCE
         return None
 
     def condition(self) -> str:
@@ -67,19 +66,15 @@ class ModeratorConfidence(ModeratorStopping):
         description="also require a stated preference, and a non-empty answer rather than one that parses "
         "(the stopping study's strict rule)",
     )
-
-    def check(self, protocol: Any) -> None:
-        super().check(protocol)
-        if protocol.style.moderator_prompt == "liang":
-            raise ValueError("stopping 'moderator_confidence' needs a moderator prompt that asks for confidence")
+    needs_moderator_confidence = True
 
     def reason(self, history: Sequence[RoundRecord]) -> str | None:
         verdict = history[-1].judge
         if verdict is None or verdict.confidence is None or verdict.confidence < self.threshold:
             return None
         if not self.require_preference:
-            return "moderator_confident" if verdict.answer is not None else None
-        return "moderator_confident" if verdict.preference and self.answered(verdict) else None
+            return StopReason.MODERATOR_CONFIDENT if verdict.answer is not None else None
+        return StopReason.MODERATOR_CONFIDENT if verdict.preference and self.answered(verdict) else None
 
     def condition(self) -> str:
         if self.require_preference:

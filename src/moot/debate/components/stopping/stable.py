@@ -6,17 +6,18 @@ from collections.abc import Sequence
 from typing import Literal
 
 from moot.debate.components.stopping import Stopping
-from moot.debate.records import RoundRecord
+from moot.debate.records import RoundRecord, StopReason
 from moot.debate.registry import register
 
 
 @register
 class Stable(Stopping):
     kind: Literal["stable"] = "stable"
+    needs_peers = True
 
     def reason(self, history: Sequence[RoundRecord]) -> str | None:
         if len(history) >= 2 and [t.answer for t in history[-1].turns] == [t.answer for t in history[-2].turns]:
-            return "stable"
+            return StopReason.STABLE
         return None
 
     def condition(self) -> str:

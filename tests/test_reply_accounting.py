@@ -184,17 +184,37 @@ def test_moot_run_prints_the_counts_with_its_totals(run: Path, monkeypatch: pyte
     assert "society: confidence missing" not in text
 
 
-def test_rulings_no_reader_can_read_are_counted() -> None:
+def test_rulings_no_reader_can_read_are_counted(tmp_path: Path) -> None:
     """A moderator's JSON with LaTeX escapes and a Python dict are read (Liang's code reads them with eval);
-    prose and a ruling cut off inside its object are not, and are counted as unreadable."""
-    from moot.analysis.report import reply_counts
-    from moot.debate.records import JudgeVerdict
+    prose and a ruling cut off inside its object are not. They are counted from the stored verdicts' texts,
+    which the report's lean copies of its transcripts no longer hold."""
+    import sqlite3
 
+    config = parse_experiment(
+        {
+            "name": "rulings",
+            "tasks": [{"name": "arithmetic", "count": 4, "seed": 0}],
+            "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
+            "conditions": [{"name": "liang", "protocol": "liang", "rounds": 1}],
+        }
+    )
+    store = tmp_path / "rulings.sqlite"
+    asyncio.run(run_experiment(config, store, RunOptions()))
     texts = (
         '```json\n{"Supported Side": "Affirmative", "Reason": "it is \\(155\\)", "debate_answer": "155"}\n```',
         "{'Whether there is a preference': 'Yes', 'debate_answer': '-332'}",
         "The affirmative side is right: 155.",
         '{"Reason": "The value of 12 + 18 * 9 is',
     )
-    counts = reply_counts((), False, [JudgeVerdict(t, None, None, 0, 0, 0.0) for t in texts])
-    assert (counts.rulings, counts.rulings_unreadable) == (4, 2)
+    db = sqlite3.connect(store)  # each question's ruling replaced by one of the texts, as a store would hold it
+    rows = db.execute("SELECT question_id, votes FROM results ORDER BY question_id").fetchall()
+    for (qid, votes), text in zip(rows, texts, strict=True):
+        rounds = json.loads(votes)
+        rounds[0]["judge"]["text"] = text
+        db.execute("UPDATE results SET votes = ?, final_judge = NULL WHERE question_id = ?", (json.dumps(rounds), qid))
+    db.commit()
+    db.close()
+    (task,) = build_report(store, resamples=100).tasks
+    (liang,) = task.conditions
+    assert liang.replies is not None
+    assert (liang.replies.rulings, liang.replies.rulings_unreadable) == (4, 2)

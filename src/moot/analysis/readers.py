@@ -14,7 +14,7 @@ Three readers are documented:
 A result is re-read from its stored replies, with no model call: every turn of its final round is read again
 and voted on with the condition's own aggregation and tie rule (a random tie's recorded seed reused). A
 condition whose final answer is a judge's or moderator's keeps moot's reading ("not re-read"). Where moot's
-reading drove the debate itself (consensus or stable stopping, DAR's filter, the last-vote cue, confidence
+reading drove the debate itself (components that declare ``reads_answers``: consensus or stable stopping, distinct-answer retention, the last-vote cue, confidence
 weighting, diversity-aware initialisation), only the final vote is re-read: the debate stays as it ran.
 """
 
@@ -220,24 +220,12 @@ def rereadable(condition: ResolvedCondition | None) -> bool:
 
 
 def driven_by_reading(condition: ResolvedCondition | None) -> tuple[str, ...]:
-    """The parts of the condition that used moot's reading while the debate ran (so that only the final
-    vote is re-read): consensus or stable stopping, an answer-reading retention, the last-vote cue,
-    confidence weighting, diversity-aware initialisation."""
+    """The components of the condition whose behaviour used moot's reading while the debate ran (those that
+    declare ``reads_answers``: consensus or stable stopping, distinct-answer retention, the last-vote cue,
+    confidence weighting, diversity-aware initialisation), so that only the final vote is re-read."""
     if condition is None:
         return ()
-    p = condition.protocol
-    parts = []
-    if p.stopping.kind in ("consensus", "stable"):
-        parts.append(f"{p.stopping.kind} stopping")
-    if p.retention.kind not in ("all", "perplexity-top"):
-        parts.append(f"{p.retention.kind} retention")
-    if any(c.kind == "vote" for c in p.cues):
-        parts.append("the last-vote cue")
-    if p.aggregation.kind == "confidence":
-        parts.append("confidence weighting")
-    if p.initializer.kind != "independent":
-        parts.append(f"{p.initializer.kind} initialisation")
-    return tuple(parts)
+    return tuple(f"{c.kind} {c.family}" for c in condition.protocol.components() if c.reads_answers)
 
 
 def reading(reader: Reader, task: str, condition: ResolvedCondition | None, question: Question) -> ReadFn | None:

@@ -123,6 +123,8 @@ class Transcript:
     final_judge: JudgeVerdict | None = None  # a separate final judge's verdict, where the protocol has one
     metric: float | None = None  # the task's own score (None: none, or the task could not score it)
     scored: bool = False  # the task's metric was computed for this result (its value may still be None)
+    rulings: int = 0  # judges' and moderators' verdicts (read before a lean copy drops their texts)
+    rulings_unreadable: int = 0  # of those, the ones no reader of JSON-like rulings reads
 
     @property
     def key(self) -> UnitKey:
@@ -224,23 +226,18 @@ class ReplyCounts:
         return f"confidence missing in {self.confidence_missing} of {self.replies} replies"
 
 
-def reply_counts(
-    turns: Iterable[TurnView], confidence_asked: bool, verdicts: Iterable[JudgeVerdict] = ()
-) -> ReplyCounts:
-    """Count the agents' replies ``turns``: unparsed, truncated and (where asked) missing a confidence; and
-    the judges' and moderators' ``verdicts`` that no reader of JSON-like rulings can read
-    (``moot.debate.components.stopping.judge.read_object``), which count as unreadable, never guessed."""
-    from moot.debate.components.stopping.judge import read_object
-
+def reply_counts(turns: Iterable[TurnView], confidence_asked: bool, rulings: tuple[int, int] = (0, 0)) -> ReplyCounts:
+    """Count the agents' replies ``turns``: unparsed, truncated and (where asked) missing a confidence;
+    ``rulings``: the judges' and moderators' verdicts and how many of them no reader of JSON-like rulings
+    can read (``Transcript.rulings``, ``rulings_unreadable``), which count as unreadable, never guessed."""
     listed = list(turns)
-    rulings = [v.text for v in verdicts]
     return ReplyCounts(
         replies=len(listed),
         unparsed=sum(not t.parsed for t in listed),
         truncated=sum(t.truncated for t in listed),
         confidence_missing=sum(t.confidence is None for t in listed) if confidence_asked else None,
-        rulings=len(rulings),
-        rulings_unreadable=sum(read_object(text) is None for text in rulings),
+        rulings=rulings[0],
+        rulings_unreadable=rulings[1],
     )
 
 
@@ -438,7 +435,10 @@ def transcript(stored: StoredResult, condition: ResolvedCondition | None, lean: 
 
     ``lean``: without its texts (replies, what agents were shown, the prompt, judges' and filters' replies,
     pool candidates), what the statistics need and no more: a large run's transcripts fit in memory."""
+    from moot.debate.components.stopping.judge import read_object
+
     result, question = stored.result, stored.result.question
+    verdicts = [v for v in (*(r.judge for r in result.rounds), result.final_judge) if v is not None]
     order = [a.name for a in condition.agents] if condition is not None else []
     peers = _peers(condition)
     judged = condition is not None and condition.protocol.judged
@@ -498,6 +498,8 @@ def transcript(stored: StoredResult, condition: ResolvedCondition | None, lean: 
         final_judge=replace(result.final_judge, text="") if lean and result.final_judge else result.final_judge,
         metric=_number(stored.metric),
         scored=stored.metric is not None or stored.metric_detail is not None,
+        rulings=len(verdicts),
+        rulings_unreadable=sum(read_object(v.text) is None for v in verdicts),
     )
 
 
@@ -802,7 +804,7 @@ def _condition_report(
         replies=reply_counts(
             (turn for t in transcripts for r in t.rounds for turn in r.turns),
             condition is not None and condition.protocol.confidence is not None,
-            [v for t in transcripts for v in (*(r.judge for r in t.rounds), t.final_judge) if v is not None],
+            (sum(t.rulings for t in transcripts), sum(t.rulings_unreadable for t in transcripts)),
         ),
     )
 

@@ -47,6 +47,9 @@ class Component(BaseModel):
     kind: str
     needs_logprobs: ClassVar[bool] = False  # its agents' calls must return token log-probabilities
     needs_helper: ClassVar[bool] = False  # it calls a helper model (judge, moderator, filter)
+    # its behaviour depends on the agents' extracted answers (a vote shown, answers compared): a reading of
+    # the replies other than the one the debate ran with re-reads only what is post hoc (moot.analysis.readers)
+    reads_answers: ClassVar[bool] = False
     # parameters that older stores wrote for every rule of the family: dropped when they hold this value
     legacy_defaults: ClassVar[dict[str, Any]] = {}
 

@@ -107,6 +107,7 @@ class Majority(Aggregation):
 @register
 class ConfidenceWeighted(Aggregation):
     kind: Literal["confidence"] = "confidence"
+    reads_answers: ClassVar[bool] = True
 
     def vote(self, turns: Sequence[Turn], tie_rule: TieRule, seed: int) -> Vote:
         return weighted_vote([t.answer for t in turns], [t.confidence for t in turns], tie_rule, seed)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -102,6 +102,7 @@ def dar_vote(answer: str | None) -> str | None:
 @register
 class VoteCue(Cue):
     kind: Literal["vote"] = "vote"
+    reads_answers: ClassVar[bool] = True
 
     @template
     def prefix(self, previous: RoundRecord) -> str:

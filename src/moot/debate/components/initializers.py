@@ -52,6 +52,7 @@ class Independent(Initializer):
 @register
 class Diverse(Initializer):
     kind: Literal["diverse"] = "diverse"
+    reads_answers: ClassVar[bool] = True
     samples_pool = True
     pool_size: int | None = Field(default=None, ge=1, description="candidates sampled (default 2 x agents)")
     similarity: Literal["jaccard", "embedding"] = Field(

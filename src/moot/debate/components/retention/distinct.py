@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from moot.debate.components.retention import Kept, Retention
 from moot.debate.records import RoundRecord, Turn
@@ -27,6 +27,7 @@ def distinct_answers(turns: Sequence[Turn]) -> list[int]:
 @register
 class Distinct(Retention):
     kind: Literal["distinct"] = "distinct"
+    reads_answers: ClassVar[bool] = True
 
     async def keep(self, debate: Debate, previous: RoundRecord) -> Kept:
         return Kept(distinct_answers(previous.turns))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -16,6 +16,7 @@ from moot.debate.registry import register
 @register
 class Consensus(Stopping):
     kind: Literal["consensus"] = "consensus"
+    reads_answers: ClassVar[bool] = True
     fraction: float = Field(default=1.0, gt=0.0, le=1.0, description="share of agents that must agree")
     needs_peers = True
 

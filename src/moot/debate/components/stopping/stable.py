@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 from moot.debate.components.stopping import Stopping
 from moot.debate.records import RoundRecord, StopReason
@@ -13,6 +13,7 @@ from moot.debate.registry import register
 @register
 class Stable(Stopping):
     kind: Literal["stable"] = "stable"
+    reads_answers: ClassVar[bool] = True
     needs_peers = True
 
     def reason(self, history: Sequence[RoundRecord]) -> str | None:

@@ -1,40 +1,14 @@
-"""The run store: one SQLite file per run (WAL mode), written call by call.
-
-Every completed model call is committed at once, so a run killed at any moment
-loses at most the calls in flight; a question's turns and result are committed
-together in one transaction, so a question is either wholly stored or not at all.
-
-The store writes the engine's records and reads the same types back (``results``,
-``conditions``, ``run_meta`` ...; see ``moot.runner.records``): its column names and
-JSON layouts stay in this module. A store written with an older schema is migrated
-in place when opened for writing (``MIGRATIONS``), in one transaction.
-
-Readers (``RunStore.read``: ``moot report``, ``export``, ``runs``) open the file read-only and change
-nothing: a store closed cleanly (no ``-wal`` file beside it) is read as an immutable file, so no
-``-wal``/``-shm`` file is created; a store with a ``-wal`` file (a run in progress, or one killed) is
-read through it, which may create or update its ``-shm`` index but never the store itself. An older
-schema is migrated in a copy in memory. A file that is not a moot store is refused, unmodified.
-
-A run holds its store exclusively (``StoreLock``: an OS lock on ``STORE.lock`` beside it, which dies
-with the process): a second run on the same store is refused, naming the first one's PID; a store
-whose status says "running" while no process holds it was left by a killed run ("interrupted").
-
-Every SQLite fault (a damaged file, a missing table, bad JSON, a read-only file or folder, a full
-disk) is raised as a ``StoreError`` naming the store, never as a raw sqlite3 error.
-"""
+"""``RunStore``: a run's SQLite file, opened to create, to write (resuming, migrating an older schema) or
+to read (read-only, see ``moot.runner.store``); it writes the engine's records (calls, questions, turns and
+results, sessions, metadata) and reads the same types back (``moot.runner.records``)."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
-import functools
-import inspect
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,301 +17,36 @@ from moot import __version__
 from moot.errors import MootError
 from moot.redact import redact
 from moot.runner.records import CallError, RunListing, RunMeta, Session, StoredCall, StoredModel, StoredResult
+from moot.runner.store.codec import (
+    _record,
+    _turn,
+    _turn_row,
+    _vote,
+    _vote_json,
+    reply_from_json,
+    reply_to_json,
+    request_to_json,
+)
+from moot.runner.store.errors import _FAULTS, StoreError, _guarded, _store_error
+from moot.runner.store.lock import StoreLock, lock_holder
+from moot.runner.store.schema import (
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    TABLES,
+    _incompatible,
+    _meta,
+    _schema_version,
+    _set_meta,
+)
 
 if TYPE_CHECKING:
     # imported where they are used, so that opening a store and listing it (`moot runs`) loads no pydantic
     # model, protocol, backend or task code
     from moot.backends.base import GenerationRequest, Reply
-    from moot.debate.records import DebateResult, RoundRecord, Turn, Vote
+    from moot.debate.records import DebateResult, Turn
     from moot.runner.config import ResolvedCondition
     from moot.tasks.base import Question
-
-SCHEMA_VERSION = 3
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS conditions (name TEXT PRIMARY KEY, config TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS questions (
-  task TEXT NOT NULL, question_id TEXT NOT NULL, prompt TEXT NOT NULL, gold TEXT NOT NULL,
-  metadata TEXT NOT NULL, PRIMARY KEY (task, question_id));
-CREATE TABLE IF NOT EXISTS calls (
-  key TEXT PRIMARY KEY, condition TEXT NOT NULL, task TEXT NOT NULL, question_id TEXT NOT NULL,
-  seed INTEGER NOT NULL, round INTEGER NOT NULL, agent TEXT NOT NULL, sample_count INTEGER NOT NULL,
-  backend TEXT NOT NULL, model TEXT NOT NULL, model_name TEXT NOT NULL, request TEXT NOT NULL,
-  reply TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
-  latency_s REAL NOT NULL, session INTEGER NOT NULL, created_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS call_errors (
-  id INTEGER PRIMARY KEY, key TEXT NOT NULL, condition TEXT NOT NULL, task TEXT NOT NULL,
-  question_id TEXT NOT NULL, seed INTEGER NOT NULL, round INTEGER NOT NULL, agent TEXT NOT NULL,
-  error TEXT NOT NULL, session INTEGER NOT NULL, created_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS turns (
-  condition TEXT NOT NULL, task TEXT NOT NULL, question_id TEXT NOT NULL, seed INTEGER NOT NULL,
-  round INTEGER NOT NULL, agent TEXT NOT NULL, call_key TEXT NOT NULL, text TEXT NOT NULL,
-  answer TEXT, parse_status TEXT NOT NULL, correct INTEGER NOT NULL, confidence REAL,
-  finish_reason TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
-  latency_s REAL NOT NULL, shown TEXT NOT NULL, nll REAL, anll REAL, perplexity REAL,
-  call_seed INTEGER, logprobs TEXT,
-  PRIMARY KEY (condition, task, question_id, seed, round, agent));
-CREATE TABLE IF NOT EXISTS results (
-  condition TEXT NOT NULL, task TEXT NOT NULL, question_id TEXT NOT NULL, seed INTEGER NOT NULL,
-  final_answer TEXT, status TEXT NOT NULL, correct INTEGER NOT NULL, rounds_used INTEGER NOT NULL,
-  stop_reason TEXT NOT NULL, error TEXT, votes TEXT NOT NULL, final_judge TEXT, session INTEGER NOT NULL,
-  metric REAL, metric_detail TEXT, protocol TEXT NOT NULL DEFAULT '',
-  PRIMARY KEY (condition, task, question_id, seed));
-CREATE TABLE IF NOT EXISTS sessions (
-  id INTEGER PRIMARY KEY, started_at REAL NOT NULL, finished_at REAL, status TEXT NOT NULL,
-  calls INTEGER NOT NULL DEFAULT 0, cached INTEGER NOT NULL DEFAULT 0, options TEXT NOT NULL);
-"""
-# Columns added since schema 1 come last in their tables, so that migrated and new stores agree.
-
-
-TABLES = ("results", "turns", "calls", "call_errors", "questions", "sessions", "conditions", "meta")
-
-
-class StoreError(MootError):
-    """The store cannot be read or written, is held by another run, or was written by an incompatible moot."""
-
-
-def _store_error(path: Path, exc: Exception) -> StoreError:
-    """One line for a SQLite fault (or bad stored JSON), naming the store and what to do."""
-    if isinstance(exc, json.JSONDecodeError):
-        return StoreError(f"{path} is damaged: a stored value is not valid JSON ({exc})")
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    text = str(exc)
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text:
-        return StoreError(f"{path} is damaged and cannot be read ({text}); restore it from a copy")
-    if name.startswith("SQLITE_FULL") or "disk is full" in text:
-        return StoreError(f"cannot write {path}: the disk is full; free some space and rerun to resume")
-    if name.startswith("SQLITE_READONLY") or "readonly" in text:
-        return StoreError(f"cannot write {path}: it or its folder is read-only ({text})")
-    if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
-        return StoreError(f"cannot open {path} ({text}); check that it and its folder exist and are accessible")
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return StoreError(f"{path} is busy ({text}); another process is writing it")
-    if "no such table" in text or "no such column" in text:
-        return StoreError(f"{path} is not a complete moot run store ({text})")
-    if name.startswith("SQLITE_IOERR"):
-        return StoreError(f"cannot read or write {path}: input/output error ({text})")
-    return StoreError(f"{path}: {text}")
-
-
-_FAULTS = (sqlite3.Error, json.JSONDecodeError)
-
-
-def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method`` of RunStore with its SQLite faults raised as a StoreError naming the store."""
-    if inspect.isgeneratorfunction(method):
-
-        @functools.wraps(method)
-        def generator(self: RunStore, *args: Any, **kwargs: Any) -> Iterator[Any]:
-            try:
-                yield from method(self, *args, **kwargs)
-            except _FAULTS as exc:
-                raise _store_error(self.path, exc) from None
-
-        return generator
-
-    @functools.wraps(method)
-    def wrapper(self: RunStore, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except _FAULTS as exc:
-            raise _store_error(self.path, exc) from None
-
-    return wrapper
-
-
-# -- the run's hold on its store --------------------------------------------------------------------
-def lock_path(store: Path) -> Path:
-    """The lock file of a store: STORE.lock beside it, present while a run holds the store."""
-    return store.with_name(store.name + ".lock")
-
-
-def _read_pid(fd: int) -> int:
-    try:
-        return int(os.pread(fd, 32, 0).decode("ascii", "replace").strip() or 0)
-    except (OSError, ValueError):
-        return 0
-
-
-def lock_holder(store: Path) -> int | None:
-    """The PID of the process holding ``store`` (0: one holds it but has not written its PID yet), or
-    None when none does. Creates nothing: a store without a lock file is not held."""
-    try:
-        fd = os.open(lock_path(store), os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read_pid(fd)
-        except OSError:
-            return None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-class StoreLock:
-    """A run's exclusive hold on its store: ``flock`` on STORE.lock, which holds the PID.
-
-    The OS releases the lock when the process ends, however it ends, so a store left by a killed
-    run is free; ``release`` removes the file. ``acquire`` waits ``wait_s`` at most (a reader's
-    check, ``lock_holder``, holds it for a moment) and then raises a StoreError naming the holder."""
-
-    def __init__(self, store: Path, wait_s: float = 1.0):
-        self.store = store
-        self.path = lock_path(store)
-        self.wait_s = wait_s
-        self._fd: int | None = None
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
-    def acquire(self) -> None:
-        if self._fd is not None:
-            return
-        deadline = time.monotonic() + self.wait_s
-        while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except OSError as exc:
-                if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-                    raise StoreError(
-                        f"cannot write {self.store}: its folder is read-only (a run keeps its .lock, -wal and "
-                        "-shm files beside the store)"
-                    ) from None
-                raise StoreError(
-                    f"cannot lock {self.store}: cannot create {self.path.name} beside it ({exc.strerror})"
-                ) from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                pid = _read_pid(fd)
-                os.close(fd)
-                if time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
-                holder = f"PID {pid}" if pid else "another process"
-                raise StoreError(
-                    f"{self.store} is in use by another moot run ({holder}); wait for it to end, or stop it"
-                ) from None
-            except OSError as exc:
-                os.close(fd)
-                raise StoreError(f"cannot lock {self.store} ({exc.strerror})") from None
-            # its last holder may have removed the file between our open and our lock: lock the file there now
-            try:
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if not same:
-                os.close(fd)
-                continue
-            try:
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            except OSError as exc:
-                os.close(fd)
-                if exc.errno == errno.ENOSPC:
-                    raise StoreError(f"cannot lock {self.store}: the disk is full") from None
-                raise StoreError(f"cannot lock {self.store} ({exc.strerror})") from None
-            self._fd = fd
-            return
-
-    def release(self) -> None:
-        if self._fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-        os.close(self._fd)
-        self._fd = None
-
-
-def reply_to_json(reply: Reply) -> str:
-    return json.dumps({"model": reply.model, "samples": [asdict(s) for s in reply.samples]})
-
-
-def reply_from_json(text: str) -> Reply:
-    from moot.backends.base import Reply, Sample, TokenLogprob
-
-    data = json.loads(text)
-    samples = []
-    for s in data["samples"]:
-        logprobs = s.pop("logprobs")
-        lp = tuple(TokenLogprob(**t) for t in logprobs) if logprobs is not None else None
-        samples.append(Sample(**s, logprobs=lp))
-    return Reply(samples=tuple(samples), model=data["model"])
-
-
-def request_to_json(request: GenerationRequest) -> str:
-    return json.dumps(asdict(request), sort_keys=True)
-
-
-# -- the JSON layouts of a result's rounds ------------------------------------------------------
-def _vote_json(record: RoundRecord) -> dict[str, Any]:
-    """One round's entry in ``results.votes``: its vote and the round's judge, pool and retention."""
-    v = record.vote
-    return {
-        "round": record.index,
-        "counts": v.counts,
-        "winner": v.winner,
-        "weights": v.weights,
-        "tied": v.tied,
-        "unparsed": v.unparsed,
-        "tie_seed": v.tie_seed,
-        "judge": asdict(record.judge) if record.judge else None,
-        "pool": asdict(record.pool) if record.pool else None,
-        "retention": asdict(record.retention) if record.retention else None,
-    }
-
-
-def _record(cls: Any, data: dict[str, Any]) -> Any:
-    """A flat record (JudgeVerdict, PoolRecord, RetentionRecord) from its JSON: lists back to tuples."""
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
-
-
-def _vote(data: dict[str, Any]) -> Vote:
-    from moot.debate.records import Vote
-
-    weights = data["weights"]
-    return Vote(
-        counts=tuple((a, n) for a, n in data["counts"]),
-        winner=data["winner"],
-        tied=tuple(data["tied"]),
-        unparsed=data["unparsed"],
-        weights=None if weights is None else tuple((a, w) for a, w in weights),
-        tie_seed=data.get("tie_seed"),  # absent in votes stored before moot recorded it
-    )
-
-
-def _turn(row: sqlite3.Row) -> Turn:
-    from moot.backends.base import Message, TokenLogprob
-    from moot.debate.records import Turn
-    from moot.tasks.base import ParseStatus
-
-    logprobs = json.loads(row["logprobs"]) if row["logprobs"] is not None else None
-    return Turn(
-        agent=row["agent"],
-        round=row["round"],
-        text=row["text"],
-        answer=row["answer"],
-        parse_status=ParseStatus(row["parse_status"]),
-        correct=bool(row["correct"]),
-        finish_reason=row["finish_reason"],
-        prompt_tokens=row["prompt_tokens"],
-        completion_tokens=row["completion_tokens"],
-        latency_s=row["latency_s"],
-        seed=row["call_seed"],
-        shown=tuple(Message(m["role"], m["content"]) for m in json.loads(row["shown"])),
-        logprobs=None if logprobs is None else tuple(TokenLogprob(**t) for t in logprobs),
-        confidence=row["confidence"],
-        nll=row["nll"],
-        anll=row["anll"],
-        perplexity=row["perplexity"],
-    )
 
 
 class RunStore:
@@ -358,7 +67,7 @@ class RunStore:
 
     @staticmethod
     def _connect_readonly(path: Path) -> sqlite3.Connection:
-        """A read-only connection that changes nothing on disk (see the module's docstring).
+        """A read-only connection that changes nothing on disk (see ``moot.runner.store``'s docstring).
 
         With no -wal or -journal file beside it and no other process holding it, the file is read as
         immutable: SQLite then creates no -wal/-shm file, even for a store in WAL mode."""
@@ -481,7 +190,7 @@ class RunStore:
 
     @classmethod
     def read(cls, path: Path) -> RunStore:
-        """An existing store, read-only: nothing on disk changes (see the module's docstring).
+        """An existing store, read-only: nothing on disk changes (see ``moot.runner.store``'s docstring).
 
         A store of an older schema is migrated in a copy in memory; writing raises a StoreError."""
         if not path.is_file():
@@ -830,30 +539,9 @@ class RunStore:
             db.execute("DELETE FROM results WHERE condition=? AND task=? AND question_id=? AND seed=?", where)
             for record in result.rounds:
                 for t in record.turns:
-                    logprobs = json.dumps([asdict(x) for x in t.logprobs]) if t.logprobs is not None else None
                     db.execute(
                         "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (
-                            *where,
-                            t.round,
-                            t.agent,
-                            call_keys.get((t.round, t.agent), ""),
-                            t.text,
-                            t.answer,
-                            t.parse_status.value,
-                            int(bool(t.correct)),
-                            t.confidence,
-                            t.finish_reason,
-                            t.prompt_tokens,
-                            t.completion_tokens,
-                            t.latency_s,
-                            json.dumps([m.as_dict() for m in t.shown]),
-                            t.nll,
-                            t.anll,
-                            t.perplexity,
-                            t.seed,
-                            logprobs,
-                        ),
+                        _turn_row(where, t, call_keys.get((t.round, t.agent), "")),
                     )
             final_judge = json.dumps(asdict(result.final_judge)) if result.final_judge else None
             db.execute(
@@ -961,112 +649,3 @@ class RunStore:
     def count(self, table: str) -> int:
         self._check_table(table)
         return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-
-
-def _incompatible(db: sqlite3.Connection, path: Path, version: Any) -> StoreError:
-    row = db.execute("SELECT value FROM meta WHERE key = 'moot_version'").fetchone()
-    written_by = json.loads(row[0]) if row else "an unknown version"
-    return StoreError(
-        f"{path} was written by moot {written_by} with store schema {version}; "
-        f"this moot ({__version__}) reads schema {SCHEMA_VERSION}"
-    )
-
-
-def _schema_version(db: sqlite3.Connection) -> Any:
-    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return json.loads(row[0]) if row else None
-
-
-def _meta(db: sqlite3.Connection) -> dict[str, Any]:
-    return {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
-
-
-def _set_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
-    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
-
-
-# -- migrations: MIGRATIONS[v] brings a schema-v store to v + 1, inside the caller's transaction ----------
-def _migrate_1_to_2(db: sqlite3.Connection) -> None:
-    """Schema 2: conditions in their canonical form, and what a result needs to read back whole.
-
-    Each stored condition is re-validated and written back as its current dump, and the run's
-    fingerprint hash recomputed from it, so that a store made before a config class changed its
-    dump stays resumable. The hash is replaced only when the stored form still gives the stored
-    hash (same task data files): otherwise a resume refuses the store, as it did before.
-    Turns gain the call's seed and log-probabilities (unknown for schema 1: NULL), results their
-    protocol's name, and each round's vote its tied answers and unparsed count (recounted)."""
-    conditions = _redump_conditions(db)
-    db.execute("ALTER TABLE turns ADD COLUMN call_seed INTEGER")
-    db.execute("ALTER TABLE turns ADD COLUMN logprobs TEXT")
-    db.execute("ALTER TABLE results ADD COLUMN protocol TEXT NOT NULL DEFAULT ''")
-    for condition in conditions:
-        db.execute("UPDATE results SET protocol = ? WHERE condition = ?", (condition.protocol.name, condition.name))
-    unparsed: dict[tuple[Any, ...], int] = {}
-    for *unit, n in db.execute(
-        "SELECT condition, task, question_id, seed, round, SUM(parse_status = 'unparsed') FROM turns "
-        "GROUP BY condition, task, question_id, seed, round"
-    ):
-        unparsed[tuple(unit)] = n
-    rows = db.execute("SELECT condition, task, question_id, seed, votes FROM results").fetchall()
-    for *unit, votes in rows:
-        rounds = json.loads(votes)
-        for v in rounds:
-            v["tied"] = _tied(v["weights"] if v["weights"] is not None else v["counts"])
-            v["unparsed"] = unparsed.get((*unit, v["round"]), 0)
-        db.execute(
-            "UPDATE results SET votes = ? WHERE condition = ? AND task = ? AND question_id = ? AND seed = ?",
-            (json.dumps(rounds), *unit),
-        )
-
-
-def _redump_conditions(db: sqlite3.Connection) -> tuple[Any, ...]:
-    """Re-validate each stored condition and write it back as its current dump, recomputing the run's
-    fingerprint hash from it, so that a store made before a config class changed its dump stays
-    resumable. The hash is replaced only when the stored form still gives the stored hash (same task
-    data files): otherwise a resume refuses the store, as it did before."""
-    from moot.debate.registry import STORED
-    from moot.runner.config import ExperimentConfig, ResolvedCondition, fingerprint_hash, results_fingerprint
-
-    meta = _meta(db)
-    rows = db.execute("SELECT name, config FROM conditions ORDER BY rowid").fetchall()
-    stored = [(name, json.loads(config)) for name, config in rows]
-    conditions = tuple(ResolvedCondition.model_validate(config, context=STORED) for _, config in stored)
-    for condition in conditions:
-        db.execute(
-            "UPDATE conditions SET config = ? WHERE name = ?",
-            (json.dumps(condition.model_dump(mode="json")), condition.name),
-        )
-    config = ExperimentConfig.model_validate(meta["config"])
-    before = results_fingerprint(config, conditions) | {"conditions": [c for _, c in stored]}
-    if fingerprint_hash(before) == meta.get("fingerprint_hash"):
-        _set_meta(db, "fingerprint_hash", fingerprint_hash(results_fingerprint(config, conditions)))
-    return conditions
-
-
-def _migrate_2_to_3(db: sqlite3.Connection) -> None:
-    """Schema 3: every stored protocol names its agents' ``instruction`` (Liang's debaters of a schema-2
-    store had their meta prompt alone: none; every other protocol's agents the task's instruction: task),
-    and the run records the task instructions it sent (``instructions``)."""
-    _redump_conditions(db)
-    meta = _meta(db)
-    if "instructions" not in meta:
-        from moot.runner.config import ExperimentConfig
-        from moot.tasks import get_task
-
-        config = ExperimentConfig.model_validate(meta["config"])
-        instructions = {}
-        for selection in config.tasks:
-            try:
-                instructions[selection.name] = get_task(selection.name).system_prompt
-            except MootError:  # a task this moot does not know (a plug-in's): unknown, not guessed
-                instructions[selection.name] = None
-        _set_meta(db, "instructions", instructions)
-
-
-def _tied(tally: list[list[Any]]) -> list[str]:
-    """The answers sharing the top count (or weight), as moot.debate.aggregation decides them."""
-    top = max((n for _, n in tally), default=None)
-    return [a for a, n in tally if n == top]
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}

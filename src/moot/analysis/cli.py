@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 
@@ -130,23 +130,74 @@ def report(
 @reports_errors
 def compare(
     run: Run,
-    a: Annotated[str, typer.Argument(help="Condition A.")],
-    b: Annotated[str, typer.Argument(help="Condition B.")],
+    a: Annotated[str, typer.Argument(help="Condition A (with --budget: the debate).")],
+    b: Annotated[str | None, typer.Argument(help="Condition B (none with --budget).")] = None,
     task: Annotated[str | None, typer.Option("--task", "-t", help="Only this task (default: every task).")] = None,
     seed: Seed = 0,
     resamples: Resamples = 10_000,
     reader: Reader = "moot",
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            help="Compare A with the vote@k of the pool at equal cost per question: tokens or calls.",
+        ),
+    ] = None,
+    pool: Annotated[
+        str | None,
+        typer.Option(
+            "--pool",
+            help="With --budget: the condition whose round-0 answers are voted on (default: the 1-round "
+            "condition with the most agents).",
+        ),
+    ] = None,
 ) -> None:
     """The paired comparison of two conditions on the questions both answered.
 
     Exact McNemar test (a sign test on questions with repeated seeds), matched odds ratio, bootstrap
-    interval of the difference; a task metric's paired tests; sign test of rounds used.
+    interval of the difference; a task metric's paired tests; sign test of rounds used. With --budget,
+    the pool's vote@k table and A against the vote@k of the same budget (paired bootstrap, sign-flip test).
     """
     from moot.analysis.render import print_comparison
-    from moot.analysis.report import compare_conditions
+    from moot.analysis.report import AnalysisError, compare_conditions
 
+    if budget is not None:
+        _compare_budget(run, a, b, budget, pool, task, seed, resamples)
+        return
+    if b is None:
+        raise AnalysisError("compare needs two conditions, A and B (or one debate with --budget tokens|calls)")
     pairs = compare_conditions(run, a, b, task=task, seed=seed, resamples=resamples, reader=reader)
     print_comparison(pairs, _console())
+
+
+def _compare_budget(
+    run: Path, debate: str, b: str | None, budget: str, pool: str | None, task: str | None, seed: int, resamples: int
+) -> None:
+    """``moot compare RUN DEBATE --budget tokens|calls [--pool NAME]``: vote@k tables and the equal-budget test."""
+    from moot.analysis.budget import MEASURES, equal_budget, vote_at_k
+    from moot.analysis.render import print_table
+    from moot.analysis.report import AnalysisError
+    from moot.analysis.tables import equal_budget_rows_table, vote_at_k_table
+
+    if b is not None:
+        raise AnalysisError("--budget compares one debate with the pool's vote@k: give one condition, not two")
+    if budget not in MEASURES:
+        raise AnalysisError(f"--budget {budget!r}: one of {', '.join(MEASURES)}")
+    measure: Literal["tokens", "calls"] = "tokens" if budget == "tokens" else "calls"
+    pools = vote_at_k(run, pool, task)
+    rows = equal_budget(run, debate, pools[0].condition, measure, task=task, seed=seed, resamples=resamples)
+    console = _console()
+    for p in pools:
+        print_table(vote_at_k_table(p), console)
+    print_table(equal_budget_rows_table(rows), console)
+    for r in rows:
+        if r.pool_too_small:
+            console.print(
+                f"{r.task}: the pool is smaller than the debate's budget ({r.debate} uses {r.debate_cost:.1f} "
+                f"{measure}/q; vote@{r.k} {r.vote_cost:.1f}); compared with k = K = {r.k}",
+                markup=False,
+                highlight=False,
+            )
 
 
 @reports_errors

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from moot.analysis.budget import EqualBudget, VotePool
 from moot.analysis.calibration import Calibration, bin_label
 from moot.analysis.formatting import DASH, fixed, interval, p_value, percent
 from moot.analysis.readers import READERS, TaskReaders, readers_note, verdict_cells
@@ -954,4 +956,64 @@ def compare_readers_table(task: str, pair: PairReport) -> Table:
         ("reader", f"accuracy A = {pair.a}", f"accuracy B = {pair.b}", "A - B", "McNemar p", "verdict"),
         tuple(rows),
         note,
+    )
+
+
+# -- debate against voting at equal cost (moot.analysis.budget) ---------------------------------------------
+def vote_at_k_table(pool: VotePool) -> Table:
+    """vote@k for k = 1..K of one pool on one task."""
+    rows = tuple((str(r.k), fixed(r.accuracy), fixed(r.tokens, 1), fixed(r.calls, 1)) for r in pool.rows)
+    seeds = f", averaged over {pool.seeds} seeds" if pool.seeds > 1 else ""
+    return Table(
+        f"vote-at-k-{pool.task}",
+        f"vote@k from the pool {pool.condition!r} ({pool.agents} round-0 answers per question), {pool.task}",
+        ("k", "accuracy", "tokens/q", "calls/q"),
+        rows,
+        f"Accuracy: the mean over {pool.questions} questions of the exact probability that a majority vote of k "
+        f"answers drawn without replacement from the question's {pool.agents} is right{seeds} (ties: "
+        f"{pool.tie_rule}; unparsed answers do not vote). Tokens and calls: k/{pool.agents} of the pool's.",
+    )
+
+
+def equal_budget_rows_table(rows: Sequence[EqualBudget], key: str = "equal-budget") -> Table:
+    """Each debate condition against the vote@k of the same budget: mean difference, interval, tests."""
+    cells = tuple(
+        (
+            r.task,
+            r.debate,
+            f"{fixed(r.debate_cost, 1)}",
+            f"{r.k} ({fixed(r.vote_cost, 1)})" + (" pool too small" if r.pool_too_small else ""),
+            str(r.n),
+            fixed(r.debate_accuracy),
+            fixed(r.vote_accuracy),
+            difference_text(r.difference, r.ci.low, r.ci.high),
+            p_value(r.p) + ("" if r.exact else " (MC)"),
+            p_value(r.holm_p),
+        )
+        for r in rows
+    )
+    measure = rows[0].measure if rows else "tokens"
+    pool = rows[0].pool if rows else ""
+    small = any(r.pool_too_small for r in rows)
+    return Table(
+        key,
+        f"Debate against vote@k of {pool!r} at equal {measure}",
+        (
+            "task",
+            "debate",
+            f"{measure}/q",
+            "vote@k (cost)",
+            "questions",
+            "debate",
+            "vote@k",
+            "difference",
+            "p",
+            "Holm p",
+        ),
+        cells,
+        f"vote@k: the smallest k whose {measure} per question are at least the debate's. Difference: debate - "
+        "vote@k per question (debate correctness averaged over seeds; vote@k its exact probability of being right), "
+        "mean with paired bootstrap 95% interval over questions; p: two-sided sign-flip permutation test over "
+        "questions (exact up to 20 questions, else 10,000 seeded flips, marked MC); Holm over the table."
+        + (" Where the pool is smaller than the debate's budget, k = K." if small else ""),
     )

@@ -1,0 +1,239 @@
+"""Debate against voting at equal cost (moot.analysis.budget): the exact vote@k, its tie rules and unparsed
+answers, the budget matching, the sign-flip test, and one scripted store end to end (no model)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from moot.analysis import AnalysisError
+from moot.analysis.budget import (
+    SignFlip,
+    VoteAtK,
+    VotePool,
+    default_pool,
+    equal_budget,
+    equal_budget_table,
+    sign_flip_test,
+    vote_at_k,
+    vote_probabilities,
+)
+from moot.analysis.cli import app
+from moot.analysis.stats import bootstrap_mean, holm
+from moot.analysis.tables import equal_budget_rows_table, vote_at_k_table
+from moot.debate.components.aggregation import TieRule, majority_vote
+from moot.runner.store import RunStore
+from tests.fixtures.analysis_run import make_run
+
+QUESTIONS = 12
+CONDITIONS = [
+    {"name": "vote", "protocol": "vote", "agents": 8},
+    {"name": "society", "protocol": "society", "agents": 3, "rounds": 2},
+]
+
+
+def test_vote_at_k_on_a_hand_made_pool() -> None:
+    """K = 4 answers [7, 7, 3, 9] (agents 0..3), gold 7.
+
+    vote@1: 2 of 4 answers are 7 -> 1/2 under every rule.
+    vote@2, the 6 pairs: {7,7} -> 7; {7a,3} {7a,9} {7b,3} {7b,9} -> a 1-1 tie with 7; {3,9} -> a tie without 7.
+      random: (1 + 4 x 1/2 + 0) / 6 = 1/2; first: 7 is the earlier agent in all 4 ties -> (1 + 4) / 6 = 5/6;
+      abstain: only {7,7} -> 1/6.
+    vote@3, the 4 triples: {7,7,3} {7,7,9} -> 7; {7a,3,9} {7b,3,9} -> a 3-way tie.
+      random: (2 + 2 x 1/3) / 4 = 2/3; first: 7 is earliest in both ties -> 1; abstain: 2/4 = 1/2.
+    vote@4: 7 has 2 votes against 1 and 1 -> 1.
+    """
+    answers = ["7", "7", "3", "9"]
+    assert vote_probabilities(answers, {"7"}, "random") == pytest.approx((0, 1 / 2, 1 / 2, 2 / 3, 1))
+    assert vote_probabilities(answers, {"7"}, "first") == pytest.approx((0, 1 / 2, 5 / 6, 1, 1))
+    assert vote_probabilities(answers, {"7"}, "abstain") == pytest.approx((0, 1 / 2, 1 / 6, 1 / 2, 1))
+
+
+def test_the_first_tie_rule_follows_agent_order() -> None:
+    """The same multiset in the order [3, 7, 9, 7] (agents 0..3), gold 7, tie rule first.
+
+    vote@2: {3,7a} {3,9} {3,7b} -> 3 or 9 is earlier (wrong); {7a,9} -> 7 earlier; {7a,7b} -> 7; {9,7b} -> 9:
+      2/6 = 1/3.
+    vote@3: {3,7a,9} -> tie, 3 first; {3,7a,7b} -> 7; {3,9,7b} -> tie, 3 first; {7a,9,7b} -> 7: 2/4 = 1/2.
+    """
+    assert vote_probabilities(["3", "7", "9", "7"], {"7"}, "first") == pytest.approx((0, 1 / 2, 1 / 3, 1 / 2, 1))
+
+
+def test_unparsed_answers_do_not_vote() -> None:
+    """K = 4 answers [7, None, 3, None], gold 7 (None: unparsed).
+
+    vote@1: 1/4 (only the 7).
+    vote@2, 6 pairs: {7,N1} {7,N3} -> 7 alone; {7,3} -> a tie; {N1,3} {3,N3} -> 3; {N1,N3} -> no answer.
+      random: (2 + 1/2) / 6 = 5/12; first: (2 + 1) / 6 = 1/2; abstain: 2/6 = 1/3.
+    vote@3, 4 triples: {7,N1,3} {7,3,N3} -> a tie of 7 and 3; {7,N1,N3} -> 7; {N1,3,N3} -> 3.
+      random: (1/2 + 1/2 + 1) / 4 = 1/2; first: 3/4; abstain: 1/4.
+    vote@4: a tie of 7 and 3: random 1/2, first 1, abstain 0.
+    """
+    answers = ["7", None, "3", None]
+    assert vote_probabilities(answers, {"7"}, "random") == pytest.approx((0, 1 / 4, 5 / 12, 1 / 2, 1 / 2))
+    assert vote_probabilities(answers, {"7"}, "first") == pytest.approx((0, 1 / 4, 1 / 2, 3 / 4, 1))
+    assert vote_probabilities(answers, {"7"}, "abstain") == pytest.approx((0, 1 / 4, 1 / 3, 1 / 4, 0))
+    assert vote_probabilities([None, None], {"7"}, "first") == (0.0, 0.0, 0.0)
+
+
+def _enumerated(answers: list[str | None], right: set[str], rule: TieRule) -> list[float]:
+    """P(vote@k right) by enumerating every k-subset and voting it as the engine does (1/t for random)."""
+    out = [0.0]
+    for k in range(1, len(answers) + 1):
+        total, subsets = 0.0, 0
+        for subset in itertools.combinations(range(len(answers)), k):
+            vote = majority_vote([answers[i] for i in subset], "abstain" if rule == "abstain" else "first")
+            if rule == "random":
+                total += sum(a in right for a in vote.tied) / len(vote.tied) if vote.tied else 0.0
+            else:
+                total += vote.winner in right
+            subsets += 1
+        out.append(total / subsets)
+    return out
+
+
+def test_the_count_formula_agrees_with_enumerating_subsets() -> None:
+    rng = random.Random(39)
+    for trial in range(120):
+        size = rng.randint(1, 9)
+        answers = [rng.choice(["a", "b", "c", "d", None]) for _ in range(size)]
+        right = {"a", "b"} if trial % 4 == 0 else {"a"}  # two spellings both scored right
+        for rule in ("first", "random", "abstain"):
+            assert vote_probabilities(answers, right, rule) == pytest.approx(_enumerated(answers, right, rule))
+
+
+def test_a_pool_of_64_is_exact_and_quick() -> None:
+    """64 answers, 40 of them right and 24 wrong spread over 8 answers: every vote of 33 or more is right; a
+    single answer is right with probability 40/64."""
+    answers = ["r"] * 40 + [str(i % 8) for i in range(24)]
+    for rule in ("first", "random", "abstain"):
+        p = vote_probabilities(answers, {"r"}, rule)
+        assert p[1] == pytest.approx(40 / 64) and all(x == pytest.approx(1.0) for x in p[33:])
+
+
+def _pool(tokens_per_answer: float, agents: int) -> VotePool:
+    rows = tuple(VoteAtK(k, 0.5, k * tokens_per_answer, float(k)) for k in range(1, agents + 1))
+    return VotePool("vote", "t", agents, "first", 1, 1, tokens_per_answer, rows, (("q", (0.5,) * agents),))
+
+
+def test_budget_matching_takes_the_smallest_k_that_costs_as_much() -> None:
+    """100 tokens per answer, K = 4: vote@k costs 100k tokens and k calls. A debate of 250 tokens/q -> k = 3
+    (300 >= 250, 200 < 250); 300 -> 3 (equal counts); 450 -> none is that large: k = K = 4, pool too small;
+    6 calls -> k = 4 too small; 2 calls -> 2."""
+    pool = _pool(100.0, 4)
+    assert pool.matched(250, "tokens") == (3, False)
+    assert pool.matched(300, "tokens") == (3, False)
+    assert pool.matched(450, "tokens") == (4, True)
+    assert pool.matched(6, "calls") == (4, True)
+    assert pool.matched(2, "calls") == (2, False)
+
+
+def test_sign_flip_exact_p_by_hand() -> None:
+    """d = [1, 1, 1, 1, 0.5]: |sum d| = 4.5 is reached only by all signs + or all -: p = 2/32 = 1/16.
+
+    d = [1, 0.5, -0.5, 0, 1]: |sum| = 2. The two 1s give +-2 or 0 (1, 2, 1 ways), the two halves +-1 or 0
+    (1, 2, 1 ways), the 0 doubles every count. |total| >= 2 needs the 1s at +2 with halves at +1 or 0
+    (1 + 2 = 3 ways), or the mirror (3): 6 of 16, so 12/32 = 3/8.
+    """
+    assert sign_flip_test([1, 1, 1, 1, 0.5]) == SignFlip(1 / 16, True, 32)
+    flipped = sign_flip_test([1, 0.5, -0.5, 0, 1])
+    assert (flipped.p, flipped.exact, flipped.flips) == (pytest.approx(3 / 8), True, 32)
+    assert sign_flip_test([0, 0, 0]).p == 1.0
+
+
+def test_sign_flip_beyond_20_questions_is_seeded_monte_carlo() -> None:
+    d = [0.5] * 15 + [-0.25] * 10
+    first, again = sign_flip_test(d, seed=3), sign_flip_test(d, seed=3)
+    assert first == again and not first.exact and first.flips == 10_000
+    assert 0 < first.p < 0.05  # sum 5.0 against a null sd of sqrt(15/4 + 10/16) ~ 2.09
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("budget") / "run.sqlite", questions=QUESTIONS, conditions=CONDITIONS)
+
+
+def test_vote_at_K_is_the_stored_vote_and_costs_come_from_the_turns(run: Path) -> None:
+    """With the tie rule 'first' the vote of all K = 8 answers is the stored vote: vote@8 equals the stored
+    accuracy; vote@1 is the share of right round-0 answers; tokens/q of vote@k are k x the mean per answer."""
+    store = RunStore.read(run)
+    try:
+        assert default_pool(store) == "vote"
+        assert store.conditions()["vote"].protocol.tie_rule == "first"
+        stored = [r for r in store.iter_results() if r.condition == "vote"]
+    finally:
+        store.close()
+    (pool,) = vote_at_k(run)
+    turns = [t for r in stored for t in r.result.rounds[0].turns]
+    assert (pool.agents, pool.questions, pool.seeds, pool.tie_rule) == (8, QUESTIONS, 1, "first")
+    assert pool.rows[-1].accuracy == pytest.approx(np.mean([r.result.correct for r in stored]))
+    assert pool.rows[0].accuracy == pytest.approx(np.mean([bool(t.correct) for t in turns]))
+    per_answer = np.mean([t.prompt_tokens + t.completion_tokens for t in turns])
+    assert [r.tokens for r in pool.rows] == pytest.approx([k * per_answer for k in range(1, 9)])
+    assert [r.calls for r in pool.rows] == [float(k) for k in range(1, 9)]
+    table = vote_at_k_table(pool)
+    assert [row[0] for row in table.rows] == [str(k) for k in range(1, 9)]
+
+
+def test_equal_budget_on_a_scripted_store(run: Path) -> None:
+    """society (3 agents x 2 rounds) makes 6 calls per question: at equal calls it meets vote@6; per question
+    d = society's correctness - P(vote@6 right), and the test's figures follow from those d."""
+    (pool,) = vote_at_k(run)
+    (row,) = equal_budget(run, "society", "vote", "calls", resamples=500)
+    assert (row.k, row.debate_cost, row.vote_cost, row.pool_too_small, row.n) == (6, 6.0, 6.0, False, QUESTIONS)
+    store = RunStore.read(run)
+    try:
+        society = {
+            r.result.question.id: float(r.result.correct) for r in store.iter_results() if r.condition == "society"
+        }
+    finally:
+        store.close()
+    probabilities = dict(pool.by_question)
+    d = [society[q] - probabilities[q][5] for q in society]
+    assert row.difference == pytest.approx(np.mean(d))
+    assert row.vote_accuracy == pytest.approx(pool.rows[5].accuracy)
+    assert row.ci == bootstrap_mean(d, 0, 500)
+    assert (row.p, row.exact) == (pytest.approx(sign_flip_test(d).p), True)
+    assert row.holm_p == pytest.approx(row.p)  # one row: Holm changes nothing
+
+    tokens: defaultdict[str, int] = defaultdict(int)
+    store = RunStore.read(run)
+    try:
+        for r in store.iter_results():
+            if r.condition == "society":
+                tokens[r.result.question.id] += sum(
+                    t.prompt_tokens + t.completion_tokens for record in r.result.rounds for t in record.turns
+                )
+    finally:
+        store.close()
+    (by_tokens,) = equal_budget(run, "society", measure="tokens", resamples=500)
+    cost = np.mean(list(tokens.values()))
+    assert by_tokens.debate_cost == pytest.approx(cost)
+    larger = [r.k for r in pool.rows if r.tokens >= cost]
+    assert (by_tokens.k, by_tokens.pool_too_small) == ((larger[0], False) if larger else (8, True))
+
+    pools, rows = equal_budget_table(run, measure="calls", resamples=500)
+    assert [r.debate for r in rows] == ["society"] and rows[0].holm_p == holm([rows[0].p])[0]
+    table = equal_budget_rows_table(rows)
+    assert table.rows[0][:5] == ("arithmetic", "society", "6.0", "6 (6.0)", str(QUESTIONS))
+
+
+def test_compare_budget_on_the_command_line(run: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["compare", str(run), "society", "--budget", "calls", "--resamples", "500"])
+    assert result.exit_code == 0, result.output
+    assert "vote@k from the pool 'vote'" in result.output and "at equal calls" in result.output
+    result = runner.invoke(app, ["compare", str(run), "society", "--budget", "calls", "--pool", "nope"])
+    assert result.exit_code == 2 and result.stderr.startswith("moot: error: no condition 'nope'")
+    result = runner.invoke(app, ["compare", str(run), "society", "--budget", "dollars"])
+    assert result.exit_code == 2 and "--budget 'dollars'" in result.stderr
+    result = runner.invoke(app, ["compare", str(run), "society"])
+    assert result.exit_code == 2 and "two conditions" in result.stderr
+    with pytest.raises(AnalysisError, match="no condition 'nope'"):
+        equal_budget(run, "nope")

@@ -176,7 +176,7 @@ def test_html_is_self_contained_and_escapes_model_text(report: Report) -> None:
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in page and f"<script>{SCRIPT}</script>" in page
     assert not re.search(r"(src|href)=\"(https?:)?//", page)  # nothing fetched from anywhere
-    assert page.count('<img alt="') == 4  # accuracy, by round, stopping, cost (no confidences: no reliability)
+    assert page.count('<img alt="') == 5  # accuracy, by round, stopping, cost, frontier (vote pool; no reliability)
     assert page.count('class="transcript ') == 3 * QUESTIONS
 
 

@@ -25,6 +25,9 @@ from moot.analysis.budget import (
     vote_probabilities,
 )
 from moot.analysis.cli import app
+from moot.analysis.plots import dominated, plots
+from moot.analysis.render import report_markdown
+from moot.analysis.report import build_report
 from moot.analysis.stats import bootstrap_mean, holm
 from moot.analysis.tables import equal_budget_rows_table, vote_at_k_table
 from moot.debate.components.aggregation import TieRule, majority_vote
@@ -237,3 +240,45 @@ def test_compare_budget_on_the_command_line(run: Path) -> None:
     assert result.exit_code == 2 and "two conditions" in result.stderr
     with pytest.raises(AnalysisError, match="no condition 'nope'"):
         equal_budget(run, "nope")
+
+
+def test_the_report_shows_vote_at_k_and_the_equal_budget_table(tmp_path: Path) -> None:
+    """A run with a pool (vote of 6 agents) and a debate (society 3 x 2): ``moot report`` shows vote@k for
+    k = 1..6 with budget.vote_at_k's accuracies and society's row against vote@k at equal tokens, and the
+    accuracy-cost frontier plot; a run without a pool of K >= 2 shows neither table nor plot."""
+    conditions = [
+        {"name": "vote", "protocol": "vote", "agents": 6},
+        {"name": "society", "protocol": "society", "agents": 3, "rounds": 2},
+    ]
+    path = make_run(tmp_path / "pooled.sqlite", questions=6, conditions=conditions)
+    report = build_report(path, resamples=200)
+    (task,) = report.tasks
+    (pool,) = vote_at_k(path)
+    assert task.vote_pool is not None and task.equal_budget is not None
+    assert [r.accuracy for r in task.vote_pool.rows] == pytest.approx([r.accuracy for r in pool.rows])
+    markdown = report_markdown(report)
+    assert "### vote@k from the pool 'vote' (6 round-0 answers per question)" in markdown
+    table = markdown[markdown.index("### vote@k from the pool") :].split("\n\n")[1].splitlines()[2:]
+    vote_rows = [line.split(" | ") for line in table]
+    assert [cells[0] for cells in vote_rows] == [f"| {k}" for k in range(1, 7)]
+    assert [cells[1] for cells in vote_rows] == [f"{r.accuracy:.3f}" for r in pool.rows]
+    (row,) = equal_budget(path, "society", "vote", "tokens", resamples=200)
+    assert "### Debate against vote@k of 'vote' at equal tokens" in markdown
+    assert f"| arithmetic | society | {row.debate_cost:.1f} | {row.k} ({row.vote_cost:.1f})" in markdown
+    assert markdown.index("### Paired accuracy comparisons") < markdown.index("### vote@k from the pool")
+    assert "frontier" in [p.key for p in plots(report)]
+
+    single: list[dict[str, object]] = [
+        {"name": "single", "protocol": "single"},
+        {"name": "society", "protocol": "society", "agents": 3, "rounds": 2},
+    ]
+    path = make_run(tmp_path / "single.sqlite", questions=6, conditions=single)
+    report = build_report(path, resamples=200)
+    assert all(t.vote_pool is None and t.equal_budget is None for t in report.tasks)
+    markdown = report_markdown(report)
+    assert "vote@k" not in markdown and "frontier" not in [p.key for p in plots(report)]
+
+
+def test_the_frontier_keeps_the_points_nothing_beats_for_less() -> None:
+    """(cost, accuracy): (1, 0.5) and (3, 0.9) are on it; (2, 0.4) is beaten by (1, 0.5); (3, 0.8) by (3, 0.9)."""
+    assert dominated([(1, 0.5), (2, 0.4), (3, 0.9), (3, 0.8)]) == [False, True, False, True]

@@ -108,7 +108,7 @@ def test_the_report_renders_filters_and_never_runs_model_text(built: tuple[Repor
 
     # plots: every embedded PNG decodes (data: URIs, allowed by the page's policy)
     images = driver.find_elements(By.CSS_SELECTOR, "figure img")  # type: ignore[attr-defined]
-    assert len(images) == 4
+    assert len(images) == 5  # accuracy, by round, stopping, cost, frontier (the run has a vote pool)
     loaded = "return arguments[0].complete && arguments[0].naturalWidth"
     widths = [driver.execute_script(loaded, i) for i in images]  # type: ignore[attr-defined]
     assert all(w > 100 for w in widths)

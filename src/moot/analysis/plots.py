@@ -188,10 +188,74 @@ def cost_plot(report: Report) -> Plot:
     return Plot("cost", "Cost against accuracy", _png(figure))
 
 
+def dominated(points: list[tuple[float, float]]) -> list[bool]:
+    """For each (cost, accuracy): whether another point has higher accuracy at lower or equal cost."""
+    return [any(a > accuracy and c <= cost for c, a in points) for cost, accuracy in points]
+
+
+def frontier_plot(report: Report) -> Plot | None:
+    """Accuracy against tokens used per question: every condition (with its interval, as ``accuracy_plot``),
+    the vote@k curve of the run's pool (``TaskReport.vote_pool``, k = 1..K) and the frontier: the points,
+    conditions and vote@k alike, that no other point of the task beats with higher accuracy at lower or equal
+    cost (a dashed line through them; conditions on it ringed). None where no task scored by accuracy has a pool."""
+    tasks = [t for t in report.tasks if t.accuracy_applies and t.vote_pool is not None]
+    if not tasks:
+        return None
+    figure, ax = _figure(6.2, 4.0)
+    several = len(tasks) > 1
+    handles, labels = [], []
+    for t in tasks:
+        pool = t.vote_pool
+        assert pool is not None
+        points: list[tuple[float, float]] = []
+        for c in t.conditions:
+            x = c.usage.used_tokens / max(1, c.accuracy.n)
+            y = c.accuracy.estimate
+            below, above = _error(c)
+            ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=4, color="#1f5f8b")
+            label = f"{t.task}/{c.name}" if several else c.name
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize="small", parse_math=False)
+            points.append((x, y))
+        votes = [(r.tokens, r.accuracy) for r in pool.rows]
+        handles += ax.plot([x for x, _ in votes], [y for _, y in votes], marker=".", linestyle="-", color="#d08c2a")
+        labels.append(
+            f"{t.task}: vote@k of {pool.condition} (k = 1..{pool.agents})"
+            if several
+            else f"vote@k of {pool.condition} (k = 1..{pool.agents})"
+        )
+        everything = points + votes
+        front = sorted(p for p, beaten in zip(everything, dominated(everything)) if not beaten and not math.isnan(p[1]))
+        if front:
+            handles += ax.plot([x for x, _ in front], [y for _, y in front], linestyle="--", color="grey", alpha=0.7)
+            labels.append(f"{t.task}: frontier" if several else "frontier")
+        ringed = [p for p, beaten in zip(points, dominated(everything)[: len(points)]) if not beaten]
+        if ringed:
+            handles.append(
+                ax.scatter(
+                    [x for x, _ in ringed],
+                    [y for _, y in ringed],
+                    s=160,
+                    facecolors="none",
+                    edgecolors="#2a8d3c",
+                    linewidths=1.5,
+                )
+            )
+            labels.append(f"{t.task}: conditions on the frontier" if several else "conditions on the frontier")
+    ax.set_xlabel("tokens used per question")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    _legend(ax, handles, labels)
+    ax.set_title("Accuracy-cost frontier against vote@k")
+    return Plot("frontier", "Accuracy-cost frontier", _png(figure))
+
+
 def plots(report: Report) -> list[Plot]:
     """Every plot the report's data allow, in display order."""
     out = [accuracy_plot(report), by_round_plot(report), stopping_plot(report)]
     if (reliability := reliability_plot(report)) is not None:
         out.append(reliability)
     out.append(cost_plot(report))
+    if (frontier := frontier_plot(report)) is not None:
+        out.append(frontier)
     return out

@@ -46,6 +46,7 @@ def rich_table(table: Table) -> RichTable:
 # The columns a narrow terminal leaves out first, by table key (Markdown and HTML keep every column).
 SECONDARY = {
     "overview": ("protocol", "abstained", "calls used", "tokens paid", "model time", "cost", "mean rounds", "right"),
+    "equal-budget": ("task", "questions", "Holm p"),
     "pairs": ("oracle A or B", "Holm p", "odds A better (95% CI)", "matched OR (95% CI)"),
     "efficiency": (
         "filter completion tokens",

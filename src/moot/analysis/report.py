@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import overload
 
 from moot.analysis import stats
+from moot.analysis.budget import EqualBudget, Measure, VotePool
 from moot.analysis.calibration import Calibration, ConfidenceSpread, calibrate, confidence_spread, to_probabilities
 from moot.analysis.formatting import percent
 from moot.analysis.readers import MOOT, TaskReaders, correctness_by_reader, get_reader, reread, task_readers
@@ -331,6 +332,8 @@ class TaskReport:
     metric_name: str | None = None  # the task card's description of its metric, where results carry one
     accuracy_applies: bool = True  # False for a task scored only by its metric (biographies)
     readers: TaskReaders | None = None  # accuracy and every pair's verdict under each documented reader
+    vote_pool: VotePool | None = None  # vote@k of the run's pool (``moot.analysis.budget``), where it has one
+    equal_budget: tuple[EqualBudget, ...] | None = None  # every other condition against its vote@k, in tokens
 
     @property
     def repeated(self) -> bool:
@@ -978,6 +981,14 @@ def build_report(
         by_task: dict[str, list[Transcript]] = {task: [] for task in tasks}
         for t in transcripts:
             by_task[t.task].append(t)
+        reports = [
+            _task_report(task, names, conditions, by_task[task], paid, seed, resamples, rereads) for task in tasks
+        ]
+        budgets = _budgets(store, conditions, seed, resamples)
+        reports = [
+            replace(t, vote_pool=budgets[t.task][0], equal_budget=budgets[t.task][1]) if t.task in budgets else t
+            for t in reports
+        ]
         return Report(
             name=meta.name,
             path=str(store.path),
@@ -987,9 +998,7 @@ def build_report(
             seed=seed,
             resamples=resamples,
             condition_names=tuple(names),
-            tasks=tuple(
-                _task_report(task, names, conditions, by_task[task], paid, seed, resamples, rereads) for task in tasks
-            ),
+            tasks=tuple(reports),
             transcripts=StoredTranscripts(
                 store.path, (t.result_key for t in transcripts), diversities.values, diversities.measure
             ),
@@ -998,6 +1007,34 @@ def build_report(
     finally:
         if owned:
             store.close()
+
+
+BUDGET_MEASURE: Measure = "tokens"  # the report's equal-budget comparison: debates against vote@k at equal tokens
+
+
+def _budgets(
+    store: RunStore, conditions: Mapping[str, ResolvedCondition], seed: int, resamples: int
+) -> dict[str, tuple[VotePool, tuple[EqualBudget, ...] | None]]:
+    """Per task, the vote@k of the run's pool and every other condition against its vote@k at equal tokens
+    (``moot.analysis.budget.equal_budget_table``, Holm over the whole table), where the run has a pool: a
+    condition of 1 round with K >= 2 agents (``default_pool``), and some other condition. Empty otherwise, or
+    where the pool cannot be read: the report never fails for it. Correctness is moot's reading of the answers."""
+    from moot.analysis.budget import default_pool, equal_budget_table
+
+    if len(conditions) < 2 or not any(c.protocol.rounds == 1 for c in conditions.values()):
+        return {}
+    try:
+        pool = default_pool(store)
+        if conditions[pool].protocol.agents < 2:
+            return {}
+        pools, rows = equal_budget_table(store, pool, BUDGET_MEASURE, seed, resamples)
+    except (MootError, ValueError, KeyError, IndexError, ArithmeticError):
+        return {}
+    out: dict[str, tuple[VotePool, tuple[EqualBudget, ...] | None]] = {}
+    for vote in pools:
+        mine = tuple(r for r in rows if r.task == vote.task)
+        out[vote.task] = (vote, mine or None)
+    return out
 
 
 def compare_conditions(

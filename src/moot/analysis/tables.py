@@ -815,6 +815,10 @@ def sections(report: Report) -> list[Section]:
             tables.append(pairs_table(task))
             if task.repeated:
                 tables.append(seed_pairs_table(task))
+        if task.accuracy_applies and task.vote_pool is not None:
+            tables.append(vote_at_k_table(task.vote_pool))
+            if task.equal_budget:
+                tables.append(equal_budget_rows_table(task.equal_budget))
         tables += reader_tables(task)
         if task.pairs:
             tables.append(round_difference_table(task))

@@ -133,7 +133,7 @@ def test_plots_never_draw_a_negative_error_bar(small_report: Report) -> None:
         replace(society, accuracy=Proportion(2, 4, 0.5, 0.6, 0.4)),
     )
     report = replace(small_report, tasks=(replace(task, conditions=off),))
-    assert [p.key for p in plots(report)] == ["accuracy", "by-round", "stopping", "cost"]
+    assert [p.key for p in plots(report)] == ["accuracy", "by-round", "stopping", "cost", "frontier"]
 
 
 ORDER_N = sorted({*OFF_AT_0[:2], *OFF_AT_N[:2]})
@@ -199,7 +199,7 @@ def test_plot_labels_are_plain_text_and_the_html_escapes_them(
         names = NAMES[i : i + 3]
         figures.clear()
         report = _renamed(small_report, names)
-        assert len(plots(report)) == 4
+        assert len(plots(report)) == 5  # the frontier too: the run has a vote pool
         for figure in figures:
             assert all(not t.get_parse_math() and not t.get_usetex() for t in figure.findobj(Text))
         accuracy, by_round = figures[0].axes[0], figures[1].axes[0]
@@ -259,7 +259,7 @@ def test_large_reports_page_their_transcripts(small_report: Report, tmp_path: Pa
     assert sum((_transcripts(p) for p in pages), []) == [(t.condition, t.question_id) for t in small_report.transcripts]
     # the report keeps its statistics and plots and links every page; pages link the report and each other
     main, second, third = pages
-    assert main.count('<img alt="') == 4 and 'data-key="overview"' in main
+    assert main.count('<img alt="') == 5 and 'data-key="overview"' in main
     assert "This page shows transcripts 1–5 of 12" in main and "page 3: 11–12" in main
     assert _links(main) == ["run.report-files/transcripts-0002.html", "run.report-files/transcripts-0003.html"]
     # the second page's previous page is the report's

@@ -33,14 +33,16 @@ def _entry_points(group: str) -> list[metadata.EntryPoint]:
     return sorted(metadata.entry_points(group=group), key=lambda ep: (ep.name, ep.value))
 
 
+def _named(entry: metadata.EntryPoint) -> str:
+    """How an error names a plug-in: its name and the entry point that declares it."""
+    return f"plug-in {entry.name!r} (entry point {entry.group}: {entry.name} = {entry.value!r})"
+
+
 def _load(entry: metadata.EntryPoint) -> Any:
     try:
         return entry.load()
     except Exception as exc:
-        raise ConfigError(
-            f"plug-in {entry.name!r} (entry point {entry.group}: {entry.name} = {entry.value!r}) failed to "
-            f"load: {type(exc).__name__}: {exc}"
-        ) from None
+        raise ConfigError(f"{_named(entry)} failed to load: {type(exc).__name__}: {exc}") from None
 
 
 @functools.cache
@@ -67,10 +69,7 @@ def load_tasks() -> tuple[str, ...]:
     for entry in _entry_points(TASKS):
         factory = _load(entry)
         if not callable(factory):
-            raise ConfigError(
-                f"plug-in {entry.name!r} (entry point {entry.group}: {entry.name} = {entry.value!r}) is not a "
-                "task factory (a Task class or a function that returns a task)"
-            )
+            raise ConfigError(f"{_named(entry)} is not a task factory (a Task class or a function that returns a task)")
         register_task(entry.name, factory)
         names.append(entry.name)
     return tuple(names)

@@ -21,8 +21,8 @@ from moot.analysis import AnalysisError, build_report, compare_conditions
 from moot.analysis.calibration import calibrate
 from moot.analysis.cli import app
 from moot.analysis.html import SCRIPT, report_html
+from moot.analysis.records import Report
 from moot.analysis.render import print_report, report_markdown
-from moot.analysis.report import Report
 from moot.analysis.stats import holm, mcnemar_exact, wilson
 from moot.debate.components.aggregation import majority_vote
 from moot.runner.store import RunStore

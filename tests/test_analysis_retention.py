@@ -14,8 +14,8 @@ from rich.console import Console
 
 from moot.analysis import build_report
 from moot.analysis.html import report_html
+from moot.analysis.records import ConditionReport, Report
 from moot.analysis.render import print_report, report_markdown
-from moot.analysis.report import ConditionReport, Report
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import SCRIPTED_MODELS, seeded_numbers
 from moot.debate.embeddings import MEASURE, embedding_diversity

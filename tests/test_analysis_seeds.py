@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 from moot.analysis import build_report, compare_conditions, report_markdown
 from moot.analysis.cli import app
 from moot.analysis.formatting import fixed, interval, p_value
+from moot.analysis.records import Report
 from moot.analysis.render import print_comparison
-from moot.analysis.report import Report
 from moot.analysis.stats import bootstrap_mean, wilson
 from moot.analysis.tables import difference_text
 from moot.debate.components.aggregation import majority_vote

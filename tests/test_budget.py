@@ -3,7 +3,9 @@ answers, the budget matching, the sign-flip test, and one scripted store end to 
 
 from __future__ import annotations
 
+import csv
 import itertools
+import math
 import random
 from collections import defaultdict
 from pathlib import Path
@@ -25,7 +27,8 @@ from moot.analysis.budget import (
     vote_probabilities,
 )
 from moot.analysis.cli import app
-from moot.analysis.plots import dominated, plots
+from moot.analysis.frontier import dominated, frontier
+from moot.analysis.plots import plots
 from moot.analysis.render import report_markdown
 from moot.analysis.report import build_report
 from moot.analysis.stats import bootstrap_mean, holm
@@ -242,15 +245,18 @@ def test_compare_budget_on_the_command_line(run: Path) -> None:
         equal_budget(run, "nope")
 
 
+# A pool (vote of 6 agents) and a debate (society 3 x 2) whose round 0 is the pool's first three answers.
+POOLED: list[dict[str, object]] = [
+    {"name": "vote", "protocol": "vote", "agents": 6},
+    {"name": "society", "protocol": "society", "agents": 3, "rounds": 2},
+]
+
+
 def test_the_report_shows_vote_at_k_and_the_equal_budget_table(tmp_path: Path) -> None:
     """A run with a pool (vote of 6 agents) and a debate (society 3 x 2): ``moot report`` shows vote@k for
     k = 1..6 with budget.vote_at_k's accuracies and society's row against vote@k at equal tokens, and the
     accuracy-cost frontier plot; a run without a pool of K >= 2 shows neither table nor plot."""
-    conditions = [
-        {"name": "vote", "protocol": "vote", "agents": 6},
-        {"name": "society", "protocol": "society", "agents": 3, "rounds": 2},
-    ]
-    path = make_run(tmp_path / "pooled.sqlite", questions=6, conditions=conditions)
+    path = make_run(tmp_path / "pooled.sqlite", questions=6, conditions=POOLED)
     report = build_report(path, resamples=200)
     (task,) = report.tasks
     (pool,) = vote_at_k(path)
@@ -267,6 +273,9 @@ def test_the_report_shows_vote_at_k_and_the_equal_budget_table(tmp_path: Path) -
     assert f"| arithmetic | society | {row.debate_cost:.1f} | {row.k} ({row.vote_cost:.1f})" in markdown
     assert markdown.index("### Paired accuracy comparisons") < markdown.index("### vote@k from the pool")
     assert "frontier" in [p.key for p in plots(report)]
+    assert "### Accuracy-cost frontier, arithmetic" in markdown
+    rows = markdown[markdown.index("### Accuracy-cost frontier") :].split("\n\n")[1].splitlines()[2:]
+    assert [r.split(" | ")[0] for r in rows] == ["| vote", "| society", *(f"| vote@{k}" for k in range(1, 7))]
 
     single: list[dict[str, object]] = [
         {"name": "single", "protocol": "single"},
@@ -282,3 +291,93 @@ def test_the_report_shows_vote_at_k_and_the_equal_budget_table(tmp_path: Path) -
 def test_the_frontier_keeps_the_points_nothing_beats_for_less() -> None:
     """(cost, accuracy): (1, 0.5) and (3, 0.9) are on it; (2, 0.4) is beaten by (1, 0.5); (3, 0.8) by (3, 0.9)."""
     assert dominated([(1, 0.5), (2, 0.4), (3, 0.9), (3, 0.8)]) == [False, True, False, True]
+
+
+def test_the_frontier_points_are_the_conditions_and_vote_at_k_by_tokens_and_by_calls(tmp_path: Path) -> None:
+    """Each condition's point is its accuracy and its used tokens and calls per question (the report's usage
+    over its results), each vote@k's the pool's row; a point is on a measure's frontier exactly when no
+    point of the task is more accurate at a cost no higher."""
+    path = make_run(tmp_path / "pooled.sqlite", questions=6, conditions=POOLED)
+    report = build_report(path, resamples=200)
+    (task,) = report.tasks
+    points = frontier(report)
+    assert [p.name for p in points] == ["vote", "society", *(f"vote@{k}" for k in range(1, 7))]
+    society = next(c for c in task.conditions if c.name == "society")
+    s = points[1]
+    assert (s.tokens, s.calls) == (society.usage.used_tokens / 6, society.usage.used_calls / 6)
+    assert s.calls == 6  # 3 agents x 2 rounds, round 0 shared with the pool's first three
+    assert (s.accuracy, s.low, s.high) == (society.accuracy.estimate, society.accuracy.low, society.accuracy.high)
+    assert task.vote_pool is not None
+    assert [(p.k, p.tokens, p.calls, p.accuracy) for p in points[2:]] == [
+        (r.k, r.tokens, r.calls, r.accuracy) for r in task.vote_pool.rows
+    ]
+    assert all(math.isnan(p.low) for p in points[2:])
+    for measure in ("tokens", "calls"):
+        on = [getattr(p, f"on_{measure}_frontier") for p in points]
+        costs = [getattr(p, measure) for p in points]
+        expected = [
+            not any(q.accuracy > p.accuracy and c <= cost for q, c in zip(points, costs))
+            for p, cost in zip(points, costs)
+        ]
+        assert on == expected and any(on)
+
+
+def test_accuracies_equal_but_for_rounding_do_not_beat_each_other() -> None:
+    """A 4-answer pool's vote@4 is the 4-agent vote itself: 2/9 computed as a mean of exact probabilities may
+    differ from 2/9 in its last bit, and neither point then beats the other."""
+    assert 0.22222222222222224 > 2 / 9
+    assert dominated([(801.4, 2 / 9), (801.4, 0.22222222222222224)]) == [False, False]
+
+
+def test_report_figures_writes_every_plot_and_the_frontier_csv(tmp_path: Path) -> None:
+    """`moot report RUN --figures DIR`: each plot as a PNG, the frontier's points as CSV with unrounded numbers
+    (read back equal to ``frontier``'s), and a second run refuses to replace them without --force."""
+    run = make_run(tmp_path / "pooled.sqlite", questions=6, conditions=POOLED)
+    out = tmp_path / "figures"
+    args = ["report", str(run), "--no-html", "-q", "--resamples", "200", "--figures", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = build_report(run, resamples=200)
+    names = {f"{p.key}.png" for p in plots(report)} | {"frontier.csv"}
+    assert {p.name for p in out.iterdir()} == names and "frontier.png" in names
+    assert all((out / n).read_bytes().startswith(b"\x89PNG") for n in names if n.endswith(".png"))
+    with (out / "frontier.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    points = frontier(report)
+    assert [(r["point"], r["k"]) for r in rows] == [(p.name, "" if p.k is None else str(p.k)) for p in points]
+    assert [float(r["tokens_per_question"]) for r in rows] == [p.tokens for p in points]
+    assert [float(r["accuracy"]) for r in rows] == [p.accuracy for p in points]
+    assert [r["on_calls_frontier"] == "1" for r in rows] == [p.on_calls_frontier for p in points]
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code != 0 and "--force" in again.output
+    assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
+
+
+def test_a_pool_still_being_made_gives_way_to_one_with_answers(tmp_path: Path) -> None:
+    """A run whose vote of 6 has no stored answers yet (its session has not reached it) votes from its vote of
+    3 in the report, in ``moot compare --budget`` and in ``moot results``'s summary; once the 6 are stored,
+    they are the pool."""
+    import asyncio
+
+    from moot.analysis.results import summarise
+    from moot.backends.scripted import SCRIPTED_MODELS
+    from moot.runner.experiment import RunOptions, run_experiment
+    from tests.fixtures.analysis_run import debater, experiment
+
+    conditions: list[dict[str, object]] = [
+        {"name": "vote", "protocol": "vote", "agents": 3},
+        {"name": "society", "protocol": "society", "agents": 3, "rounds": 2},
+        {"name": "vote-6", "protocol": "vote", "agents": 6},
+    ]
+    path = tmp_path / "growing.sqlite"
+    config = experiment(questions=4, conditions=conditions)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(SCRIPTED_MODELS, "debater", debater)
+        asyncio.run(run_experiment(config, path, RunOptions(conditions=("vote", "society"))))  # type: ignore[arg-type]
+        assert default_pool(path) == "vote"
+        assert [p.condition for p in summarise(path)[0].vote_pools] == ["vote"]
+        (task,) = build_report(path, resamples=100).tasks
+        assert task.vote_pool is not None and task.vote_pool.condition == "vote"
+        asyncio.run(run_experiment(config, path, RunOptions()))  # type: ignore[arg-type]
+    assert default_pool(path) == "vote-6"
+    assert [p.agents for p in summarise(path)[0].vote_pools] == [6]

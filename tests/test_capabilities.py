@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 import pytest
 
-from moot.analysis.report import peer_style, task_metric
+from moot.analysis.report import task_metric
+from moot.analysis.summaries import peer_style
 from moot.backends.base import Message
 from moot.calls import Caller
 from moot.debate import run_debate

@@ -263,3 +263,30 @@ def test_a_helper_judge_defaults_to_the_first_agents_backend_and_sampling() -> N
     (c,) = resolve(custom)
     assert (c.protocol.name, c.protocol.agents, c.protocol.topology.kind) == ("ring-consensus", 5, "ring")
     assert c.protocol.stopping.fraction == 0.8
+
+
+async def test_gated_keeps_a_unanimous_round_0_and_debates_a_split_one() -> None:
+    """The gating preset: agreement at round 0 ends the question with its answer (3 calls); any
+    disagreement, or an answer that cannot be read, gets society's debate round (6 calls), whose first
+    requests are society's own, so a store shares them."""
+    gated = resolve_protocol("gated")
+    assert (gated.agents, gated.rounds, gated.stopping.kind) == (3, 2, "consensus")
+
+    caller = Caller()
+    result = await run_debate(QUESTION, TASK, gated, scripted_agents(["-19"], ["-19"], ["-19"]), caller=caller)
+    assert (result.rounds_used, result.stop_reason, result.final_answer, caller.usage.calls) == (
+        1,
+        "consensus",
+        "-19",
+        3,
+    )
+
+    for first in (["4", "-19"], ["no idea", "-19"]):  # a split round 0; an unread round-0 answer
+        caller = Caller()
+        agents = scripted_agents(first, ["-19", "-19"], ["-19", "-19"])
+        result = await run_debate(QUESTION, TASK, gated, agents, caller=caller)
+        assert (result.rounds_used, result.final_answer, caller.usage.calls) == (2, "-19", 6)
+
+        society_agents = scripted_agents(first, ["-19", "-19"], ["-19", "-19"])
+        await run_debate(QUESTION, TASK, resolve_protocol("society"), society_agents, caller=Caller())
+        assert [sent(a) for a in agents] == [sent(a) for a in society_agents]

@@ -301,7 +301,7 @@ def test_the_flags_make_the_experiment_files_task(monkeypatch: pytest.MonkeyPatc
         prompt="What is the capital of {question}?",
     )
     from_flags = AgentOptions.of(backend="local").experiment(
-        ["single"], "capitals", 5, "examples/data/capitals.jsonl", flags
+        ["single"], "capital-cities", 5, "examples/data/capitals.jsonl", flags
     )
     assert from_flags.tasks == from_file.tasks
     with pytest.raises(ConfigError, match="--field: 'question' is not KEY=COLUMN"):
@@ -327,7 +327,7 @@ def test_a_scripted_run_of_the_example_stores_its_results(tmp_path: Path, monkey
         assert len(results) == 10  # 5 questions x 2 conditions
         assert {q for (_, q) in store.questions()} == {"france", "japan", "kenya", "peru", "canada"}
         (provenance,) = store.meta()["task_provenance"]
-        assert provenance["format"] == "text" and provenance["task"] == "capitals"
+        assert provenance["format"] == "text" and provenance["task"] == "capital-cities"
         assert provenance["fields"] == {"question": "country", "answer": "capital", "id": "id"}
     finally:
         store.close()

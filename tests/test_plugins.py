@@ -140,3 +140,21 @@ def test_register_task_names_and_clashes() -> None:
         register_task("arithmetic", Mine)
     with pytest.raises(ConfigError, match="a task's name has no spaces"):
         register_task("my:task", Mine)
+
+
+def test_moot_extensions_lists_every_kind_with_where_it_comes_from(installed: Path) -> None:
+    """One command lists tasks, backends, scripted models and every component family; an installed package's
+    entries name its module, a --plugin file its path, moot's own "moot"."""
+    from moot.debate.registry import FAMILIES
+
+    result = moot("--plugin", str(ROOT / "examples/plugins/tally.py"), "extensions", path=installed)
+    assert result.returncode == 0, result.stderr
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in result.stdout.splitlines() if line.startswith("│")]
+    named = {(r[0], r[1]): r for r in rows if r[0]}
+    assert {kind for kind, _ in named} == {"task", "backend", "scripted model", *FAMILIES}
+    assert named[("task", "arithmetic")][2] == "moot" and named[("stopping", "consensus")][2] == "moot"
+    assert named[("cue", "tally")][2].endswith("tally.py") and named[("cue", "tally")][3] == "most=3"
+    assert named[("task", "capitals")][2].startswith("moot_capitals")
+    assert named[("retention", "parsed-only")][2].startswith("moot_capitals")
+    assert named[("backend", "echo")][2].startswith("moot_capitals") and "prefix=''" in named[("backend", "echo")][3]
+    assert named[("scripted model", "paris")][2].startswith("moot_capitals")

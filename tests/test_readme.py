@@ -268,3 +268,15 @@ def test_option_tables_name_real_options() -> None:
         assert flags, f"README: {prefix} names no option"
         for flag in flags:
             assert flag in options, f"README: {prefix} {flag} is not an option"
+
+
+def test_every_link_within_the_readme_names_a_heading() -> None:
+    """GitHub's anchors: a heading in lower case, spaces as hyphens, punctuation other than hyphens dropped."""
+    fenced = False
+    anchors = set()
+    for line in README.splitlines():
+        fenced ^= line.lstrip().startswith("```")
+        if not fenced and (heading := re.match(r"^#+ (.*)$", line)):
+            anchors.add(re.sub(r"[^\w\- ]", "", heading.group(1).lower()).replace(" ", "-"))
+    linked = set(re.findall(r"\]\(#([^)]+)\)", README))
+    assert linked and linked <= anchors, f"links to no heading: {sorted(linked - anchors)}"

@@ -199,6 +199,7 @@ FIELD_VALUES: dict[str, tuple[str, Any, Any]] = {
     "confidence_scale": ("confidence", 7, 7),
     "uncertainty_cue": ("society", True, "uncertainty"),
     "vote_cue": ("society", True, "vote"),
+    "cues": ("society", [], ()),  # a cue of one's own (a plug-in's): tests/test_cue_slot.py
     "retention": ("society", "distinct", "distinct"),
     "retain_fraction": ("mad-m2", 0.25, 0.25),
     "stopping": ("society", {"kind": "consensus", "fraction": 0.6}, "consensus"),
@@ -217,6 +218,7 @@ def _held(spec: ProtocolSpec, field: str) -> Any:
         "retain_fraction": lambda: spec.retention.fraction,
         "tie_rule": lambda: spec.tie_rule,
         "instruction": lambda: spec.instruction,
+        "cues": lambda: spec.extra_cues,
     }.get(field, lambda: getattr(spec, field).kind)()
 
 
@@ -339,3 +341,32 @@ def test_a_run_with_a_plugin_rule_is_stored_resumed_and_reported_without_the_plu
     )
     assert report.returncode == 0, report.stderr
     assert "| p |" in (tmp_path / "r.md").read_text()
+
+
+HASHES = (
+    "import json\n{imports}\nfrom moot.debate.registry import template_hashes\n"
+    "print(json.dumps([template_hashes(), template_hashes()]))"
+)
+
+
+@pytest.mark.parametrize(
+    "imports", ["", "import moot.debate.components.stopping.judge", "import moot.runner.experiment"]
+)
+def test_template_hashes_do_not_depend_on_what_was_imported_before(imports: str) -> None:
+    """A fresh process's first call hashes every template, rule and task, as its second does and as a process
+    that imported other modules first does (once a first call saw only the templates imported so far)."""
+    import json
+    import subprocess
+    import sys
+
+    code = HASHES.format(imports=imports)
+    first, second = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                              check=True).stdout)  # fmt: skip
+    assert first == second
+    assert {
+        "stopping:consensus",
+        "debate.schedules.liang.moderator_prompt",
+        "task:moot.tasks.arithmetic.ArithmeticTask",
+        "task:moot.tasks.base.TaskBase",
+        "task:moot.tasks.datafile.NumberFileTask",
+    } <= set(first)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from moot.analysis import build_report
+from moot.analysis.records import ReplyCounts
 from moot.analysis.render import report_markdown
-from moot.analysis.report import ReplyCounts
 from moot.analysis.tables import sections
 from moot.backends.base import GenerationRequest, Message
 from moot.backends.scripted import SCRIPTED_MODELS, ScriptedBackend, ScriptedReply

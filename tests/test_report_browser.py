@@ -17,7 +17,7 @@ import pytest
 from moot.analysis import build_report
 from moot.analysis.formatting import fixed, interval
 from moot.analysis.html import write_html
-from moot.analysis.report import Report
+from moot.analysis.records import Report
 from tests.fixtures.analysis_run import PAYLOAD, QUESTIONS, make_run
 
 CHROMIUM = Path("/usr/bin/chromium")

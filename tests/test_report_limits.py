@@ -18,7 +18,7 @@ from moot.analysis import build_report
 from moot.analysis import plots as plots_module
 from moot.analysis.html import SCRIPT_HASH, pages_folder, report_html, write_html
 from moot.analysis.plots import error_bar, plots
-from moot.analysis.report import Report
+from moot.analysis.records import Report
 from moot.analysis.stats import Proportion, proportion_interval, question_accuracy, wilson
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import SCRIPTED_MODELS

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from moot.analysis import build_report
+from moot.analysis.budget import VoteAtK, VotePool, equal_budget_table
 from moot.analysis.results import (
     DOCUMENT,
     MARKER,
@@ -23,6 +24,7 @@ from moot.analysis.results import (
     check,
     compare,
     condition_figures,
+    equal_budget_rows,
     read_summary,
     render,
     rows_csv,
@@ -73,6 +75,40 @@ def test_summary_figures_are_the_reports(which: str, request: pytest.FixtureRequ
         a = [r for r in rows if r.condition == p.a]
         b = [r for r in rows if r.condition == p.b]
         assert compare(a, b) == p.accuracy
+
+
+@pytest.mark.parametrize("which", ["single_seed", "seeded"])
+def test_equal_budget_from_the_summary_is_the_reports(which: str, request: pytest.FixtureRequest) -> None:
+    """The document's equal-budget rows, made from the summary alone (the pool's vote@k in the facts, the
+    rows' tokens), are ``moot report``'s and ``moot compare --budget tokens``'s, Holm included."""
+    store: Path = request.getfixturevalue(which)
+    facts, rows = summarise(store)
+    ((pool,), expected) = equal_budget_table(store, "vote", "tokens", resamples=RESAMPLES)
+    assert facts.vote_pools == (pool,)
+    by_condition = {c: [r for r in rows if r.condition == c] for c in facts.conditions}
+    assert equal_budget_rows(pool, by_condition) == expected
+    assert [e.debate for e in expected] == ["single", "society"]
+
+
+def test_equal_budget_rows_hand_checked() -> None:
+    """Two questions, a pool of 3: q0's answers right, right, wrong (P(vote@1) = 2/3, P(vote@3) = 1),
+    q1's wrong, wrong, right (1/3, 0); 100 tokens an answer. A debate of 250 tokens a question matches k = 3;
+    right on both: d = (1 - 1, 1 - 0) = (0, 1), mean 0.5; the exact sign-flip test over the 4 sign vectors
+    finds |mean| >= 0.5 in all 4 (the 0 flips nothing): p = 1. A condition of 100 tokens matches k = 1,
+    wrong on both: d = (-2/3, -1/3), mean -0.5, every flip but none-and-both smaller: p = 2/4."""
+    rows = (VoteAtK(1, 0.5, 100.0, 1.0), VoteAtK(2, 0.5, 200.0, 2.0), VoteAtK(3, 0.5, 300.0, 3.0))
+    pool = VotePool("vote", "arithmetic", 3, "first", 2, 1, 100.0, rows,
+                    (("q0", (2 / 3, 2 / 3, 1.0)), ("q1", (1 / 3, 1 / 3, 0.0))))  # fmt: skip
+
+    def row(condition: str, q: int, correct: bool, tokens: int) -> ResultRow:
+        return _row(condition, q, correct).model_copy(update={"prompt_tokens": tokens, "completion_tokens": 0})
+
+    debate = [row("debate", 0, True, 250), row("debate", 1, True, 250)]
+    one = [row("one", 0, False, 100), row("one", 1, False, 100)]
+    a, b = equal_budget_rows(pool, {"vote": [], "debate": debate, "one": one})
+    assert (a.debate, a.k, a.pool_too_small, a.difference, a.p, a.exact) == ("debate", 3, False, 0.5, 1.0, True)
+    assert (b.debate, b.k, b.vote_cost, b.difference, b.p) == ("one", 1, 100.0, pytest.approx(-0.5), 0.5)
+    assert (a.holm_p, b.holm_p) == (1.0, 1.0)  # Holm: min(1, 2 x 0.5) = 1, then the larger p 1
 
 
 def test_summary_files_read_back_as_written(single_seed: Path, tmp_path: Path) -> None:
@@ -127,8 +163,9 @@ def test_hand_checked_figures_in_the_document() -> None:
     text = render(Papers(paper=(paper,)), {"toy": (facts, a + b)})
     assert text.startswith(MARKER)
     # Wilson 7/10: [0.3968, 0.8922]; 4/10: [0.1682, 0.6873]
-    assert "| a | 10 | 80.0% | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 | 0 |" in text
-    assert "| b | 10 | 60.0% | 40.0% [16.8, 68.7] | 3.0 | 150 | 0 | 1 | 0 |" in text
+    # both at 150 tokens a question: a is on the frontier, b is beaten by a (no vote pool in these facts)
+    assert "| a | 10 | 80.0% | 70.0% [39.7, 89.2] | 3.0 | 150 | yes | 30 | 0 | 0 |" in text
+    assert "| b | 10 | 60.0% | 40.0% [16.8, 68.7] | 3.0 | 150 | no: a | 0 | 1 | 0 |" in text
     # paper +20 points, moot +30 with exact p 0.375 (one comparison: Holm leaves it)
     line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
     assert line.startswith("| a − b | +20.0 | +30.0 [") and line.endswith(
@@ -147,7 +184,7 @@ def test_hand_checked_figures_in_the_document() -> None:
     assert (
         "The setting: every family on arithmetic." in text and "paper" not in text.split("### ")[1].split("Readers:")[0]
     )
-    assert "| a | 10 | 70.0% [39.7, 89.2] | 3.0 | 150 | 30 | 0 | 0 |" in text
+    assert "| a | 10 | 70.0% [39.7, 89.2] | 3.0 | 150 | yes | 30 | 0 | 0 |" in text
     assert "| difference (points) | moot, 95% CI | only A / only B right | exact p | Holm p | readers |" in text
     line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
     assert line.startswith("| a − b | +30.0 [") and line.endswith("| 4 / 1 | 0.375 | 0.375 | breaks under: strict |")
@@ -348,8 +385,8 @@ def test_across_makes_du_s_requests_for_du_s_arms() -> None:
     from moot.runner.config import load_experiment, resolve
 
     du, across = (load_experiment(ROOT / EXPERIMENTS / f"{name}.toml") for name in ("du", "across"))
-    assert across.calls_from[0] == du.output  # then, while it is rebuilt, its earlier store (issue 37)
-    assert across.calls_from[1:] in ((), (Path("runs/replicate/previous/across.sqlite"),))
+    assert across.calls_from[0] == du.output  # then, while it is rebuilt, its earlier stores (issues 37, 39)
+    assert all(p.parent == Path("runs/replicate/previous") for p in across.calls_from[1:])
     assert (across.tasks[0], across.seeds, across.share_round0) == (du.tasks[0], du.seeds, du.share_round0)
     ours, theirs = ({c.name: c for c in resolve(e)} for e in (du, across))
     for name in ("single", "vote", "society"):

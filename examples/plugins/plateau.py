@@ -2,7 +2,8 @@
 ``patience`` consecutive rounds (a softer version of moot's own "stable" rule, which needs every
 agent's answer unchanged).
 
-Use it from an experiment file with ``plugins = ["plugins/plateau.py"]`` and
+Use it from an experiment file with ``plugins = ["plateau.py"]`` (a path relative to that file;
+examples/plugin-stopping.toml names it ``"plugins/plateau.py"``) and
 ``stopping = { kind = "plateau", patience = 2 }``, or from Python by importing this file (or
 calling ``moot.debate.registry.load_plugin``) before resolving a protocol.
 """
@@ -10,7 +11,7 @@ calling ``moot.debate.registry.load_plugin``) before resolving a protocol.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -22,6 +23,7 @@ from moot.debate.registry import register
 @register
 class Plateau(Stopping):
     kind: Literal["plateau"] = "plateau"
+    reads_answers: ClassVar[bool] = True  # what it decides depends on the answers read from the replies
     patience: int = Field(default=2, ge=2, description="rounds in a row with the same majority answer")
 
     def reason(self, history: Sequence[RoundRecord]) -> str | None:

@@ -681,6 +681,29 @@ def backends() -> None:
 
 @app.command()
 @reports_errors
+def extensions() -> None:
+    """List everything registered in one table (tasks, backend kinds, scripted models, every component
+    family's rules), each with where it comes from: moot, or the plug-in that registered it."""
+    from moot.extensions import registered
+
+    table = Table()
+    for column in ("extension", "name", "from", "settings (defaults)"):
+        table.add_column(column)
+    found = registered()
+    for i, e in enumerate(found):
+        shown = ", ".join(f"{k}={v!r}" for k, v in e.settings)
+        last = i + 1 == len(found) or found[i + 1].kind != e.kind
+        table.add_row(escape(e.kind), escape(e.name), escape(e.origin), escape(shown) or "—", end_section=last)
+    fit_table(table, console, flexible=("from", "settings (defaults)"))
+    console.print(table)
+    console.print(
+        "[dim]plug-ins: installed packages' entry points load by themselves; a file with moot --plugin FILE "
+        "(README: Write your own)[/]"
+    )
+
+
+@app.command()
+@reports_errors
 def runs(
     directory: Annotated[Path, typer.Argument(help="Folder holding run stores.")] = Path("runs"),
 ) -> None:

@@ -17,6 +17,7 @@ is not installed is loaded by path: ``plugins = [...]`` in an experiment file, o
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
@@ -61,18 +62,16 @@ def load_components() -> tuple[str, ...]:
 
 
 @functools.cache
-def load_tasks() -> tuple[str, ...]:
-    """Register every installed ``moot.tasks`` plug-in as a task of its entry-point name (once)."""
-    from moot.tasks import register_task
-
-    names = []
+def task_factories() -> tuple[tuple[str, Callable[[], Any]], ...]:
+    """Every installed ``moot.tasks`` plug-in's factory, by its entry-point name (loaded once);
+    ``moot.tasks.load_installed`` registers them (so this module never imports the tasks)."""
+    out = []
     for entry in _entry_points(TASKS):
         factory = _load(entry)
         if not callable(factory):
             raise ConfigError(f"{_named(entry)} is not a task factory (a Task class or a function that returns a task)")
-        register_task(entry.name, factory)
-        names.append(entry.name)
-    return tuple(names)
+        out.append((entry.name, factory))
+    return tuple(out)
 
 
 def load_backends() -> tuple[str, ...]:

@@ -14,8 +14,8 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "AnalysisError": "report",
-    "Report": "report",
+    "AnalysisError": "transcripts",
+    "Report": "records",
     "build_report": "report",
     "compare_conditions": "report",
     "print_comparison": "render",

@@ -15,8 +15,8 @@ correctness alike), and tests and resampling are over questions. No model is cal
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -246,8 +246,11 @@ class _Read:
 
 
 def default_pool(store: RunStore | Path | str) -> str:
-    """The condition with the most agents among those whose protocol has 1 round (the first on a tie)."""
-    from moot.analysis.report import AnalysisError, _open
+    """The condition with the most agents among those whose protocol has 1 round and that have stored results
+    (the first on a tie); while none has any, the one with the most agents. A run whose large pool is still
+    being made thus votes from the pool it has."""
+    from moot.analysis.transcripts import AnalysisError
+    from moot.analysis.transcripts import open_run as _open
 
     opened, owned = _open(store)
     try:
@@ -255,15 +258,18 @@ def default_pool(store: RunStore | Path | str) -> str:
         single_round = [(c.protocol.agents, name) for name, c in conditions.items() if c.protocol.rounds == 1]
         if not single_round:
             raise AnalysisError(f"no condition of 1 round in {opened.path} to vote from; name one with --pool")
-        most = max(agents for agents, _ in single_round)
-        return next(name for agents, name in single_round if agents == most)
+        stored = {condition for condition, *_ in opened.done()}
+        answered = [(agents, name) for agents, name in single_round if name in stored] or single_round
+        most = max(agents for agents, _ in answered)
+        return next(name for agents, name in answered if agents == most)
     finally:
         if owned:
             opened.close()
 
 
 def _read(store: RunStore | Path | str, pool: str | None, debates: Sequence[str] | None, task: str | None) -> _Read:
-    from moot.analysis.report import AnalysisError, _open
+    from moot.analysis.transcripts import AnalysisError
+    from moot.analysis.transcripts import open_run as _open
     from moot.runner.summary import used_calls
 
     opened, owned = _open(store)
@@ -344,59 +350,70 @@ def vote_at_k(store: RunStore | Path | str, pool: str | None = None, task: str |
     return tuple(_pool(read, name) for name in read.tasks)
 
 
+# One debate condition's results on one task: question id -> [(correct, tokens, calls)] over its seeds.
+DebateResults = Mapping[str, Sequence[tuple[bool, int, int]]]
+
+
+def match_budget(
+    pool: VotePool,
+    debate: str,
+    results: DebateResults,
+    measure: Measure,
+    seed: int = 0,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+    flips: int = DEFAULT_FLIPS,
+) -> EqualBudget:
+    """``debate`` against the vote@k of ``pool`` that costs as much (``pool.matched``) on the questions both
+    answered, without Holm's adjustment (``holm_p`` NaN): what ``equal_budget`` and ``moot results`` share."""
+    if measure not in MEASURES:
+        raise ValueError(f"unknown budget measure {measure!r}; one of {', '.join(MEASURES)}")
+    position = 1 if measure == "tokens" else 2
+    cost = float(np.mean([np.mean([r[position] for r in rs]) for rs in results.values()]))
+    k, too_small = pool.matched(cost, measure)
+    probabilities = dict(pool.by_question)
+    shared = [q for q in results if q in probabilities]
+    debate_correct = np.array([np.mean([r[0] for r in results[q]]) for q in shared], dtype=float)
+    vote_correct = np.array([probabilities[q][k - 1] for q in shared], dtype=float)
+    d = debate_correct - vote_correct
+    test = sign_flip_test(d, seed, flips)
+    return EqualBudget(
+        debate=debate,
+        pool=pool.condition,
+        task=pool.task,
+        measure=measure,
+        k=k,
+        debate_cost=cost,
+        vote_cost=pool.cost(k, measure),
+        pool_too_small=too_small,
+        n=len(shared),
+        debate_accuracy=float(debate_correct.mean()) if shared else math.nan,
+        vote_accuracy=float(vote_correct.mean()) if shared else math.nan,
+        difference=float(d.mean()) if shared else math.nan,
+        ci=stats.bootstrap_mean(d, seed, resamples),
+        p=test.p,
+        exact=test.exact,
+        holm_p=math.nan,
+    )
+
+
+def with_holm(rows: Sequence[EqualBudget]) -> list[EqualBudget]:
+    """Holm's adjustment over the rows that have a p value (``holm_p`` filled in)."""
+    adjusted = iter(stats.holm([r.p for r in rows if not math.isnan(r.p)]))
+    return [r if math.isnan(r.p) else replace(r, holm_p=next(adjusted)) for r in rows]
+
+
 def _rows(
     read: _Read, measure: Measure, seed: int, resamples: int, flips: int
 ) -> tuple[list[VotePool], list[EqualBudget]]:
-    if measure not in MEASURES:
-        raise ValueError(f"unknown budget measure {measure!r}; one of {', '.join(MEASURES)}")
     pools, rows = [], []
     for task in read.tasks:
         pool = _pool(read, task)
         pools.append(pool)
-        probabilities = dict(pool.by_question)
         for debate in read.conditions:
             results = read.tasks[task].debates.get(debate, {})
-            if not results:
-                continue
-            cost = float(
-                np.mean([np.mean([r[1 if measure == "tokens" else 2] for r in rs]) for rs in results.values()])
-            )
-            k, too_small = pool.matched(cost, measure)
-            shared = [q for q in results if q in probabilities]
-            debate_correct = np.array([np.mean([r[0] for r in results[q]]) for q in shared], dtype=float)
-            vote_correct = np.array([probabilities[q][k - 1] for q in shared], dtype=float)
-            d = debate_correct - vote_correct
-            test = sign_flip_test(d, seed, flips)
-            rows.append(
-                EqualBudget(
-                    debate=debate,
-                    pool=read.pool,
-                    task=task,
-                    measure=measure,
-                    k=k,
-                    debate_cost=cost,
-                    vote_cost=pool.cost(k, measure),
-                    pool_too_small=too_small,
-                    n=len(shared),
-                    debate_accuracy=float(debate_correct.mean()) if shared else math.nan,
-                    vote_accuracy=float(vote_correct.mean()) if shared else math.nan,
-                    difference=float(d.mean()) if shared else math.nan,
-                    ci=stats.bootstrap_mean(d, seed, resamples),
-                    p=test.p,
-                    exact=test.exact,
-                    holm_p=math.nan,
-                )
-            )
-    adjusted = stats.holm([r.p for r in rows if not math.isnan(r.p)])
-    tested = iter(adjusted)
-    out = [r if math.isnan(r.p) else _with_holm(r, next(tested)) for r in rows]
-    return pools, out
-
-
-def _with_holm(row: EqualBudget, holm_p: float) -> EqualBudget:
-    from dataclasses import replace
-
-    return replace(row, holm_p=holm_p)
+            if results:
+                rows.append(match_budget(pool, debate, results, measure, seed, resamples, flips))
+    return pools, with_holm(rows)
 
 
 def equal_budget(
@@ -416,7 +433,7 @@ def equal_budget(
     Per question d = debate correctness (mean over seeds) - P(vote@k right); reported: mean d, paired percentile
     bootstrap interval (``stats.bootstrap_mean``, seeded), two-sided sign-flip test (``sign_flip_test``), and
     Holm's adjustment over the tasks' rows."""
-    from moot.analysis.report import AnalysisError
+    from moot.analysis.transcripts import AnalysisError
 
     read = _read(store, pool, (debate,), task)
     rows = _rows(read, measure, seed, resamples, flips)[1]

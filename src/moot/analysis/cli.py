@@ -50,6 +50,31 @@ def default_html_path(run: Path) -> Path:
     return run.with_name(run.stem + ".report.html")
 
 
+def write_figures(result: Any, folder: Path, force: bool = False, reading: Path | None = None) -> list[Path]:
+    """Every plot of the report ``result`` as ``folder``/KEY.png and the frontier's points as frontier.csv
+    (where a task is scored by accuracy); every path checked before any is written (``moot.outputs``)."""
+    from moot.analysis.frontier import frontier, frontier_csv
+    from moot.analysis.plots import plots
+    from moot.errors import ConfigError
+    from moot.outputs import check_output, write_output
+
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--figures {folder} is a file; name a folder")
+    files: dict[Path, bytes] = {folder / f"{plot.key}.png": plot.png for plot in plots(result)}
+    if points := frontier(result):
+        files[folder / "frontier.csv"] = frontier_csv(points).encode("utf-8")
+    for path in files:
+        check_output(path, force=force, reading=reading)
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, data in files.items():
+
+        def write(target: Path, data: bytes = data) -> None:
+            target.write_bytes(data)
+
+        write_output(path, write)
+    return list(files)
+
+
 @reports_errors
 def report(
     run: Run,
@@ -70,9 +95,20 @@ def report(
             help="Also write the tables as Markdown to this file ('-': stdout); an existing file only with --force.",
         ),
     ] = None,
+    figures: Annotated[
+        Path | None,
+        typer.Option(
+            "--figures",
+            help="Also write every plot as FOLDER/KEY.png (accuracy, by-round, stopping, cost, frontier, ...) and, "
+            "the accuracy-cost frontier's points (every condition and, with a vote pool, vote@k) as "
+            "FOLDER/frontier.csv; existing files only with --force.",
+        ),
+    ] = None,
     force: Annotated[
         bool,
-        typer.Option("--force", help="Replace an existing --html or --markdown file (never a run store or the run)."),
+        typer.Option(
+            "--force", help="Replace an existing --html, --markdown or --figures file (never a run store or the run)."
+        ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no tables in the terminal.")] = False,
     seed: Seed = 0,
@@ -117,6 +153,9 @@ def report(
         markdown.parent.mkdir(parents=True, exist_ok=True)
         write_output(markdown, lambda path: path.write_text(text, encoding="utf-8"))
         say(f"Markdown written to {markdown}")
+    if figures is not None:
+        for path in write_figures(result, figures, force=force, reading=run):
+            say(f"written: {path}")
     if html_path is not None:
         from moot.analysis.html import write_html
 

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from moot.analysis.formatting import fixed
-from moot.analysis.report import Report
+from moot.analysis.records import Report
 
 PAGE_SIZE = 500  # transcripts on the report's page and on each further page of a large run
 PAGE_BYTES = 8 * 2**20  # a page also closes before its transcripts pass 8 MiB (long replies)

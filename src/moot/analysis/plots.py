@@ -57,6 +57,8 @@ def _png(figure: Any) -> bytes:
 
     FigureCanvasAgg(figure)
     _plain(figure)
+    figure.draw_without_rendering()  # a layout may add tick labels: made, then plain too
+    _plain(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
@@ -188,65 +190,57 @@ def cost_plot(report: Report) -> Plot:
     return Plot("cost", "Cost against accuracy", _png(figure))
 
 
-def dominated(points: list[tuple[float, float]]) -> list[bool]:
-    """For each (cost, accuracy): whether another point has higher accuracy at lower or equal cost."""
-    return [any(a > accuracy and c <= cost for c, a in points) for cost, accuracy in points]
-
-
 def frontier_plot(report: Report) -> Plot | None:
-    """Accuracy against tokens used per question: every condition (with its interval, as ``accuracy_plot``),
-    the vote@k curve of the run's pool (``TaskReport.vote_pool``, k = 1..K) and the frontier: the points,
-    conditions and vote@k alike, that no other point of the task beats with higher accuracy at lower or equal
-    cost (a dashed line through them; conditions on it ringed). None where no task scored by accuracy has a pool."""
+    """Accuracy against tokens used per question (left) and calls per question (right): every condition (with
+    its interval, as ``accuracy_plot``), the vote@k curve of the run's pool (``TaskReport.vote_pool``, k = 1..K)
+    and each measure's frontier (``moot.analysis.frontier``): the points, conditions and vote@k alike, that no
+    other point of the task beats with higher accuracy at lower or equal cost (a dashed line through them;
+    conditions on it ringed). None where no task scored by accuracy has a pool."""
+    from matplotlib.figure import Figure
+
+    from moot.analysis.frontier import task_frontier
+
     tasks = [t for t in report.tasks if t.accuracy_applies and t.vote_pool is not None]
     if not tasks:
         return None
-    figure, ax = _figure(6.2, 4.0)
+    figure = Figure(figsize=(10.4, 4.2), dpi=100, layout="constrained")
+    axes = figure.subplots(1, 2, sharey=True)
     several = len(tasks) > 1
-    handles, labels = [], []
-    for t in tasks:
-        pool = t.vote_pool
-        assert pool is not None
-        points: list[tuple[float, float]] = []
-        for c in t.conditions:
-            x = c.usage.used_tokens / max(1, c.accuracy.n)
-            y = c.accuracy.estimate
-            below, above = _error(c)
-            ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=4, color="#1f5f8b")
-            label = f"{t.task}/{c.name}" if several else c.name
-            ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize="small", parse_math=False)
-            points.append((x, y))
-        votes = [(r.tokens, r.accuracy) for r in pool.rows]
-        handles += ax.plot([x for x, _ in votes], [y for _, y in votes], marker=".", linestyle="-", color="#d08c2a")
-        labels.append(
-            f"{t.task}: vote@k of {pool.condition} (k = 1..{pool.agents})"
-            if several
-            else f"vote@k of {pool.condition} (k = 1..{pool.agents})"
-        )
-        everything = points + votes
-        front = sorted(p for p, beaten in zip(everything, dominated(everything)) if not beaten and not math.isnan(p[1]))
-        if front:
-            handles += ax.plot([x for x, _ in front], [y for _, y in front], linestyle="--", color="grey", alpha=0.7)
-            labels.append(f"{t.task}: frontier" if several else "frontier")
-        ringed = [p for p, beaten in zip(points, dominated(everything)[: len(points)]) if not beaten]
-        if ringed:
-            handles.append(
-                ax.scatter(
-                    [x for x, _ in ringed],
-                    [y for _, y in ringed],
-                    s=160,
-                    facecolors="none",
-                    edgecolors="#2a8d3c",
-                    linewidths=1.5,
-                )
-            )
-            labels.append(f"{t.task}: conditions on the frontier" if several else "conditions on the frontier")
-    ax.set_xlabel("tokens used per question")
-    ax.set_ylabel("accuracy")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    _legend(ax, handles, labels)
-    ax.set_title("Accuracy-cost frontier against vote@k")
+    handles: list[Any] = []
+    labels: list[str] = []
+    for measure, ax in zip(("tokens", "calls"), axes):
+        first = measure == "tokens"  # the legend is drawn once, from the left panel's handles
+        for t in tasks:
+            pool = t.vote_pool
+            assert pool is not None
+            points = task_frontier(t)
+            cost = (lambda p: p.tokens) if first else (lambda p: p.calls)
+            on = (lambda p: p.on_tokens_frontier) if first else (lambda p: p.on_calls_frontier)
+            conditions = [p for p in points if p.k is None]
+            for p in conditions:
+                below, above = error_bar(p.accuracy, p.low, p.high)
+                ax.errorbar([cost(p)], [p.accuracy], yerr=[[below], [above]], fmt="o", capsize=4, color="#1f5f8b")
+                label = f"{t.task}/{p.name}" if several else p.name
+                ax.annotate(label, (cost(p), p.accuracy), textcoords="offset points", xytext=(6, 4),
+                            fontsize="small", parse_math=False)  # fmt: skip
+            votes = [p for p in points if p.k is not None]
+            line = ax.plot([cost(p) for p in votes], [p.accuracy for p in votes], marker=".", color="#d08c2a")
+            front = sorted((cost(p), p.accuracy) for p in points if on(p))
+            dashed = ax.plot([x for x, _ in front], [y for _, y in front], linestyle="--", color="grey", alpha=0.7)
+            ringed = [p for p in conditions if on(p)]
+            ring = ax.scatter([cost(p) for p in ringed], [p.accuracy for p in ringed], s=160, facecolors="none",
+                              edgecolors="#2a8d3c", linewidths=1.5)  # fmt: skip
+            if first:
+                prefix = f"{t.task}: " if several else ""
+                handles += [*line, *dashed] + ([ring] if ringed else [])
+                labels += [f"{prefix}vote@k of {pool.condition} (k = 1..{pool.agents})", f"{prefix}frontier"]
+                labels += [f"{prefix}conditions on the frontier"] if ringed else []
+        ax.set_xlabel("tokens used per question" if first else "calls per question")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("accuracy")
+    _legend(axes[0], handles, labels)
+    figure.suptitle("Accuracy-cost frontier against vote@k")
     return Plot("frontier", "Accuracy-cost frontier", _png(figure))
 
 

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from moot.analysis.formatting import fixed
-from moot.analysis.report import PairReport, Report
+from moot.analysis.records import PairReport, Report
 from moot.analysis.tables import Table, comparison_tables, numeric_columns, sections
 from moot.cli_output import fit_table
 

@@ -29,12 +29,15 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 
 from moot.analysis import stats
+from moot.analysis.budget import EqualBudget, Measure, VotePool, match_budget, with_holm
 from moot.analysis.formatting import DASH, fixed, p_value, percent
+from moot.analysis.frontier import beaten_by
 from moot.analysis.readers import MOOT, READERS, PairReaders, reader_pairs
 from moot.debate.records import FinalStatus
 from moot.errors import ConfigError, MootError
 from moot.outputs import check_output, write_output
 from moot.runner.config import StrictModel, _format_error, read_toml
+from moot.runner.store import RunStore
 
 PAPERS = Path("docs/results/papers.toml")
 SUMMARIES = Path("docs/results")
@@ -139,6 +142,9 @@ class RunFacts(StrictModel):
     models: tuple[str, ...]
     planned: int  # results a complete run holds (questions x seeds x conditions)
     conditions: tuple[str, ...]  # in the experiment's order
+    # vote@k of the run's pool per task (``moot.analysis.budget.vote_at_k``: each question's P(vote@k right)),
+    # for the equal-budget comparison; none where the run has no condition of 1 round and 2 or more agents
+    vote_pools: tuple[VotePool, ...] = ()
 
 
 COLUMNS = tuple(ResultRow.model_fields)
@@ -212,10 +218,26 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
             models=tuple(sorted(models)),
             planned=meta.config.planned_units(),
             conditions=tuple(c.name for c in meta.config.conditions),
+            vote_pools=_vote_pools(store),
         )
     finally:
         store.close()
     return facts, rows
+
+
+def _vote_pools(store: RunStore) -> tuple[VotePool, ...]:
+    """The run's pool per task (``budget.default_pool``), where it is a condition of 2 or more agents that has
+    stored answers."""
+    from moot.analysis.budget import default_pool, vote_at_k
+    from moot.analysis.report import AnalysisError
+
+    try:
+        pool = default_pool(store)
+        if store.conditions()[pool].protocol.agents < 2:
+            return ()
+        return vote_at_k(store, pool)
+    except AnalysisError:  # no condition of 1 round, or the pool has no stored answers yet
+        return ()
 
 
 def rows_csv(rows: Iterable[ResultRow]) -> str:
@@ -313,6 +335,8 @@ class TaskFigures:
     seeds: tuple[int, ...]
     conditions: tuple[ConditionFigures, ...]
     comparisons: tuple[Comparison, ...]
+    pool: VotePool | None = None
+    equal_budget: tuple[EqualBudget, ...] = ()  # every other condition against the pool's vote@k, in tokens
 
 
 def _by_question(rows: Iterable[ResultRow]) -> dict[str, Repeats]:
@@ -363,6 +387,24 @@ def by_reader(
     return out
 
 
+BUDGET_MEASURE: Measure = "tokens"  # as ``moot report``'s equal-budget table
+
+
+def equal_budget_rows(pool: VotePool, by_condition: Mapping[str, Sequence[ResultRow]]) -> tuple[EqualBudget, ...]:
+    """Every condition but the pool against the vote@k of the same tokens per question, from the summary
+    rows alone (``budget.match_budget``, with the seed and resamples of the rest of the document), Holm's
+    adjustment over the task's rows: the figures ``moot report`` and ``moot compare --budget`` give."""
+    rows = []
+    for name, results in by_condition.items():
+        if name == pool.condition or not results:
+            continue
+        debates: dict[str, list[tuple[bool, int, int]]] = {}
+        for r in results:
+            debates.setdefault(r.question_id, []).append((r.correct, r.prompt_tokens + r.completion_tokens, r.calls))
+        rows.append(match_budget(pool, name, debates, BUDGET_MEASURE, SEED, RESAMPLES))
+    return tuple(with_holm(rows))
+
+
 def _stated(paper: Paper) -> dict[tuple[str, str], Claim]:
     """The paper's stated directions by (condition, against), against defaulting to its baseline."""
     out: dict[tuple[str, str], Claim] = {}
@@ -393,12 +435,15 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
             difference = paper_accuracy[a] - paper_accuracy[b]
         claim = stated.get((a, b))
         comparisons.append(Comparison(a, b, p, h, difference, None if claim is None else claim.direction, r))
+    pool = next((v for v in facts.vote_pools if v.task == task), None)
     return TaskFigures(
         task,
         len({r.question_id for r in mine}),
         tuple(sorted({r.seed for r in mine})),
         figures,
         tuple(comparisons),
+        pool,
+        () if pool is None else equal_budget_rows(pool, by_condition),
     )
 
 
@@ -447,11 +492,13 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
         *(["seeds, mean ± sd"] if seeds > 1 else []),
         "calls/q",
         "tokens/q",
+        "frontier",
         "paid calls",
         "unparsed",
         "errors",
     ]
     body = []
+    frontier = _frontier(t)
     for c in t.conditions:
         f = paper_accuracy.get(c.name)
         body.append(
@@ -463,12 +510,20 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 *([f"{percent(c.seeds.mean)} ± {fixed(100 * c.seeds.std, 1)}"] if seeds > 1 else []),
                 fixed(c.calls_per_question, 1),
                 f"{c.tokens_per_question:,.0f}",
+                frontier[c.name],
                 f"{c.paid_calls:,}",
                 str(c.unparsed),
                 str(c.errors),
             ]
         )
-    lines += _table(header, body, [False, *[True] * (len(header) - 1)], drop)  # all but the name right-aligned
+    right = [name not in ("condition", "frontier") for name in header]
+    lines += _table(header, body, right, drop)
+    lines += [
+        "",
+        'Frontier: "yes" where no other condition'
+        + (f" and no vote of k of {t.pool.condition}'s answers (vote@k)" if t.pool is not None else "")
+        + " is more accurate for as many tokens per question or fewer; else the cheapest that is.",
+    ]
     if seeds > 1:
         lines += [
             "",
@@ -511,6 +566,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
             drop,
         )
         lines += ["", _readers_line(t)]
+    lines += _budget_lines(t)
     notes = [f for f in paper_accuracy.values() if f.note]
     sources = sorted({f.where for f in paper_accuracy.values()})
     if sources:
@@ -525,6 +581,61 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
             for (a, b), c in claims
         ]
     return lines + [""]
+
+
+def _frontier(t: TaskFigures) -> dict[str, str]:
+    """Each condition's place on the accuracy-tokens frontier of its task (``frontier.beaten_by``), the pool's
+    vote@k points included: "yes", or the cheapest point that beats it."""
+    points = [(c.tokens_per_question, c.accuracy.estimate) for c in t.conditions]
+    names = [c.name for c in t.conditions]
+    if t.pool is not None:
+        points += [(r.tokens, r.accuracy) for r in t.pool.rows]
+        names += [f"vote@{r.k}" for r in t.pool.rows]
+    beaten = beaten_by(points)
+    return {c.name: "yes" if b is None else f"no: {names[b]}" for c, b in zip(t.conditions, beaten)}
+
+
+def _budget_lines(t: TaskFigures) -> list[str]:
+    """Each condition against self-consistency at equal tokens: the table of ``moot compare --budget tokens``."""
+    pool = t.pool
+    if pool is None or not t.equal_budget:
+        return []
+    lines = [
+        "",
+        f"At equal budget: each condition against the majority vote of k of {pool.condition}'s {pool.agents} "
+        "round-0 answers, k the smallest whose tokens per question are at least the condition's, on the questions "
+        "both have (n; vote@k exact over all k-subsets; a sign-flip test over questions, Holm over the table):",
+        "",
+    ]
+    body = [
+        [
+            e.debate,
+            str(e.n),
+            f"{e.debate_cost:,.0f}",
+            f"{e.k}{' (pool too small)' if e.pool_too_small else ''}",
+            f"{e.vote_cost:,.0f}",
+            percent(e.debate_accuracy),
+            percent(e.vote_accuracy),
+            f"{_points(e.difference)} [{fixed(100 * e.ci.low, 1)}, {fixed(100 * e.ci.high, 1)}]",
+            p_value(e.p),
+            p_value(e.holm_p),
+        ]
+        for e in t.equal_budget
+    ]
+    lines += _table(
+        ["condition", "n", "tokens/q", "k", "vote@k tokens/q", "accuracy", "vote@k accuracy",
+         "equal budget (points)", "sign-flip p", "Holm p"],
+        body,
+        [False, *[True] * 9],
+    )  # fmt: skip
+    short = [e.debate for e in t.equal_budget if e.pool_too_small]
+    if short:
+        lines += [
+            "",
+            f"{', '.join(short)} cost{'s' if len(short) == 1 else ''} more than all {pool.agents} answers of the pool: "
+            f"compared with vote@{pool.agents}, the most the pool reaches (a larger pool answers at equal budget).",
+        ]
+    return lines
 
 
 def _readers_line(t: TaskFigures) -> str:

@@ -1,38 +1,94 @@
-"""The report's tables as plain text cells, shared by the terminal, Markdown and HTML renderers."""
+"""The report's tables as plain text cells, shared by the terminal, Markdown and HTML renderers.
+
+Each table is declared by its columns (``moot.analysis.columns``): a header and how a row's item (a condition,
+or one of its records) becomes its cell. Where the headers are fixed the columns are constants; where they
+depend on the task (repeated seeds, the confidence bins) a function declares them. This module holds the
+tables of one row per condition and lists every table of a task (``sections``); the tables that compare
+conditions are in ``moot.analysis.compare_tables``, and their names are importable from here too.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from moot.analysis.budget import EqualBudget, VotePool
-from moot.analysis.calibration import Calibration, bin_label
-from moot.analysis.formatting import DASH, fixed, interval, p_value, percent
-from moot.analysis.readers import READERS, TaskReaders, readers_note, verdict_cells
-from moot.analysis.report import ConditionReport, PairReport, Report, TaskReport
-from moot.analysis.stats import SeedSpread
-from moot.analysis.transitions import Transitions
+from moot.analysis.calibration import Bin, Calibration, ConfidenceSpread, bin_label
+from moot.analysis.columns import (
+    Column,
+    Part,
+    Table,
+    cost,
+    count,
+    dash_unless,
+    numeric_columns,
+    owned,
+    parts,
+    ratio,
+    table,
+)
+from moot.analysis.compare_tables import (
+    METRIC_PAIRS_NOTE,
+    compare_readers_table,
+    comparison_tables,
+    difference_text,
+    equal_budget_rows_table,
+    frontier_table,
+    metric_pairs_table,
+    odds_ratio_text,
+    pairs_table,
+    reader_tables,
+    readers_accuracy_table,
+    readers_pairs_table,
+    round_difference_table,
+    seed_pairs_table,
+    vote_at_k_table,
+)
+from moot.analysis.formatting import DASH, fixed, interval, percent
+from moot.analysis.records import BestRound, ConditionReport, Efficiency, ReplyCounts, Report, TaskReport
+from moot.analysis.stats import MetricSummary, SeedSpread
+from moot.analysis.transitions import AgentChanges, Diversity, Oracle, Transitions
 
-
-@dataclass(frozen=True)
-class Table:
-    key: str  # a stable identifier (HTML id, tests)
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    note: str = ""
-
-
-_NUMERIC = re.compile(r"^[\s\d.,+\-<>\[\]$/=%∞—()s±x]*$")
-
-
-def numeric_columns(table: Table) -> list[bool]:
-    """Columns whose every cell is a number, count, interval or ratio (right-aligned by the renderers)."""
-    return [
-        bool(table.rows) and all(_NUMERIC.match(row[i]) is not None for row in table.rows)
-        for i in range(len(table.columns))
-    ]
+__all__ = [  # the tables of one condition per row, and the names other modules import from here
+    "METRIC_PAIRS_NOTE",
+    "ROUND_ANSWER",
+    "Section",
+    "Table",
+    "agents_table",
+    "best_round_table",
+    "by_round_table",
+    "calibration_tables",
+    "compare_readers_table",
+    "comparison_tables",
+    "counted_note",
+    "difference_text",
+    "diversity_table",
+    "efficiency_table",
+    "equal_budget_rows_table",
+    "judge_confidence_table",
+    "metric_pairs_table",
+    "metric_table",
+    "numeric_columns",
+    "odds_ratio_text",
+    "oracle_table",
+    "overview",
+    "pairs_table",
+    "per_seed_text",
+    "reader_tables",
+    "readers_accuracy_table",
+    "readers_pairs_table",
+    "replies_table",
+    "round_difference_table",
+    "rounds_table",
+    "sections",
+    "seed_pairs_table",
+    "seeds_table",
+    "show_best_round",
+    "spread_text",
+    "steps_table",
+    "transitions_table",
+    "vote_at_k_table",
+]
 
 
 @dataclass(frozen=True)
@@ -43,18 +99,6 @@ class Section:
 
 
 ROUND_ANSWER = "A round's answer is its majority, or its judge's or moderator's where the protocol takes theirs."
-
-
-def _count(n: int | None) -> str:
-    return DASH if n is None else f"{n:,}"
-
-
-def _cost(x: float | None) -> str:
-    return DASH if x is None else f"${fixed(x, 4)}"
-
-
-def _ratio(k: int, n: int) -> str:
-    return f"{k}/{n} = {fixed(k / n)}" if n else DASH
 
 
 def spread_text(s: SeedSpread | None, digits: int = 3) -> str:
@@ -69,7 +113,7 @@ def spread_text(s: SeedSpread | None, digits: int = 3) -> str:
 def per_seed_text(s: SeedSpread, counts: bool = True, digits: int = 3) -> str:
     """Each seed's figure: "s0: 4/6 = 0.667; s1: 3/6 = 0.500" (``counts``), or "s0: 0.812; s1: 0.790"."""
     if counts:
-        return "; ".join(f"s{v.seed}: {_ratio(round(v.total), v.n)}" for v in s.per_seed)
+        return "; ".join(f"s{v.seed}: {ratio(round(v.total), v.n)}" for v in s.per_seed)
     return "; ".join(f"s{v.seed}: {fixed(v.mean, digits)}" for v in s.per_seed)
 
 
@@ -78,45 +122,42 @@ def counted_note(task: TaskReport) -> str:
     return f" Counted over question x seed results ({task.unit})." if task.repeated else ""
 
 
-def _with(note: str, extra: str) -> str:
-    return (note + extra).strip()
+# -- the owners of the rows: a condition, a pair --------------------------------------------------------------
+CONDITION: tuple[Column[ConditionReport], ...] = (Column("condition", lambda c: c.name),)
 
 
-def odds_ratio_text(p: PairReport) -> str:
-    o = p.accuracy.odds_ratio
-    return f"{fixed(o.estimate, 2)} {interval(o.low, o.high, 2)}"
+# -- per condition -----------------------------------------------------------------------------------------
+def overview_columns(task: TaskReport) -> tuple[Column[ConditionReport], ...]:
+    """Accuracy (dashes where the task is scored by its own metric alone), failures, rounds and cost."""
+    scored = task.accuracy_applies
 
+    def n(c: ConditionReport) -> str:
+        seeds = c.seed_accuracy.seeds if c.seed_accuracy is not None else 1
+        return f"{c.questions} x {seeds}" if task.repeated else str(c.accuracy.n)
 
-def difference_text(mean: float, low: float, high: float, digits: int = 3) -> str:
-    return f"{fixed(mean, digits, sign=True)} {interval(low, high, digits)}"
+    return (
+        *CONDITION,
+        Column("protocol", lambda c: c.protocol),
+        Column("n", n),
+        Column("right", dash_unless(scored, lambda c: str(c.accuracy.successes))),
+        Column("accuracy", dash_unless(scored, lambda c: fixed(c.accuracy.estimate))),
+        Column(
+            "95% CI (questions)" if task.repeated else "95% Wilson CI",
+            dash_unless(scored, lambda c: interval(c.accuracy.low, c.accuracy.high)),
+        ),
+        Column("unparsed", lambda c: str(c.unparsed)),
+        Column("abstained", lambda c: str(c.abstained)),
+        Column("errors", lambda c: str(c.errors)),
+        Column("mean rounds", lambda c: fixed(c.mean_rounds, 2)),
+        Column("calls paid", lambda c: count(c.usage.calls)),
+        Column("calls used", lambda c: count(c.usage.used_calls)),
+        Column("tokens paid", lambda c: count(c.usage.prompt_tokens + c.usage.completion_tokens)),
+        Column("cost", lambda c: cost(c.usage.cost)),
+        Column("model time", lambda c: f"{fixed(c.usage.latency_s, 1)} s"),
+    )
 
 
 def overview(task: TaskReport) -> Table:
-    rows = []
-    scored = task.accuracy_applies
-    for c in task.conditions:
-        u = c.usage
-        seeds = c.seed_accuracy.seeds if c.seed_accuracy is not None else 1
-        n = f"{c.questions} x {seeds}" if task.repeated else str(c.accuracy.n)
-        rows.append(
-            (
-                c.name,
-                c.protocol,
-                n,
-                str(c.accuracy.successes) if scored else DASH,
-                fixed(c.accuracy.estimate) if scored else DASH,
-                interval(c.accuracy.low, c.accuracy.high) if scored else DASH,
-                str(c.unparsed),
-                str(c.abstained),
-                str(c.errors),
-                fixed(c.mean_rounds, 2),
-                _count(u.calls),
-                _count(u.used_calls),
-                _count(u.prompt_tokens + u.completion_tokens),
-                _cost(u.cost),
-                f"{fixed(u.latency_s, 1)} s",
-            )
-        )
     note = f"{task.unit}. "
     if task.repeated:
         note += (
@@ -124,58 +165,37 @@ def overview(task: TaskReport) -> Table:
             "questions of each question's accuracy over its seeds, and its interval a cluster percentile "
             "bootstrap over questions (a question's seeds resampled together), never Wilson on questions x seeds. "
         )
-    if not scored:
+    if not task.accuracy_applies:
         note += f"Task {task.task} is scored by its own metric ({task.metric_name}), not by accuracy. "
-    return Table(
+    return table(
         "overview",
         "Accuracy and cost",
-        (
-            "condition",
-            "protocol",
-            "n",
-            "right",
-            "accuracy",
-            "95% CI (questions)" if task.repeated else "95% Wilson CI",
-            "unparsed",
-            "abstained",
-            "errors",
-            "mean rounds",
-            "calls paid",
-            "calls used",
-            "tokens paid",
-            "cost",
-            "model time",
-        ),
-        tuple(rows),
+        overview_columns(task),
+        task.conditions,
         note + "Unparsed, abstained and errored questions are scored wrong. Calls paid are the calls a condition "
         "made; calls used are every call its debates needed (a diverse round 0's whole candidate pool included), "
         "round-0 calls shared with other conditions and replays too. Rounds count round 0.",
     )
 
 
+SEEDS_COLUMNS: tuple[Column[Part[ConditionReport, SeedSpread]], ...] = (
+    Column("condition", lambda r: r.of.name),
+    Column("questions", lambda r: str(r.of.questions)),
+    Column("seeds", lambda r: str(r.part.seeds)),
+    Column("per seed", lambda r: per_seed_text(r.part)),
+    Column("mean ± std over seeds", lambda r: spread_text(r.part)),
+    Column("accuracy (questions)", lambda r: fixed(r.of.accuracy.estimate)),
+    Column("95% CI", lambda r: interval(r.of.accuracy.low, r.of.accuracy.high)),
+)
+
+
 def seeds_table(task: TaskReport) -> Table:
     """With repeated seeds: accuracy per seed, mean ± std over seeds, and the question-level estimate."""
-    rows = []
-    for c in task.conditions:
-        s = c.seed_accuracy
-        if s is None:
-            continue
-        rows.append(
-            (
-                c.name,
-                str(c.questions),
-                str(s.seeds),
-                per_seed_text(s),
-                spread_text(s),
-                fixed(c.accuracy.estimate),
-                interval(c.accuracy.low, c.accuracy.high),
-            )
-        )
-    return Table(
+    return table(
         "seeds",
         "Accuracy per seed and over seeds",
-        ("condition", "questions", "seeds", "per seed", "mean ± std over seeds", "accuracy (questions)", "95% CI"),
-        tuple(rows),
+        SEEDS_COLUMNS,
+        parts(task.conditions, lambda c: c.seed_accuracy),
         f"{task.unit}. Per seed: right answers of that seed's questions. Mean ± std: the per-seed accuracies' mean "
         "and sample standard deviation (ddof = 1) over seeds, as DAR reports. Accuracy (questions): the mean over "
         "questions of each question's accuracy over its seeds, with a cluster percentile bootstrap interval "
@@ -183,37 +203,26 @@ def seeds_table(task: TaskReport) -> Table:
     )
 
 
+BEST_ROUND_COLUMNS: tuple[Column[BestRound], ...] = (
+    Column("seeds", lambda b: str(b.final.seeds)),
+    Column("final accuracy", lambda b: spread_text(b.final)),
+    Column(
+        "majority-vote accuracy by debate round (mean over seeds)",
+        lambda b: "; ".join(f"R{r}: {fixed(s.mean)}" for r, s in b.by_round),
+    ),
+    Column("best round", lambda b: str(b.best_round)),
+    Column("best-round accuracy", lambda b: spread_text(b.best)),
+    Column("best round per seed", lambda b: per_seed_text(b.best, counts=False)),
+)
+
+
 def best_round_table(task: TaskReport) -> Table:
     """DAR's reporting for peer-style debates: final and best-round accuracy, mean ± std over seeds."""
-    rows = []
-    for c in task.conditions:
-        b = c.best_round
-        if b is None:
-            continue
-        rows.append(
-            (
-                c.name,
-                str(b.final.seeds),
-                spread_text(b.final),
-                "; ".join(f"R{r}: {fixed(s.mean)}" for r, s in b.by_round),
-                str(b.best_round),
-                spread_text(b.best),
-                per_seed_text(b.best, counts=False),
-            )
-        )
-    return Table(
+    return table(
         "best-round",
         "DAR-style: best round, mean ± std over seeds",
-        (
-            "condition",
-            "seeds",
-            "final accuracy",
-            "majority-vote accuracy by debate round (mean over seeds)",
-            "best round",
-            "best-round accuracy",
-            "best round per seed",
-        ),
-        tuple(rows),
+        owned(CONDITION, BEST_ROUND_COLUMNS),
+        parts(task.conditions, lambda c: c.best_round),
         "Peer-style debates (agents voting each round) with a debate round. Each debate round r >= 1 is scored by "
         "its majority vote (a question that stopped earlier keeps its last vote; an errored one counts wrong); the "
         "best round maximises the mean over seeds, one round for every seed. Best-over-rounds, as DAR's paper "
@@ -222,21 +231,25 @@ def best_round_table(task: TaskReport) -> Table:
     )
 
 
+REPLIES_COLUMNS: tuple[Column[ReplyCounts], ...] = (
+    Column("replies", lambda r: f"{r.replies:,}"),
+    Column("unparsed", lambda r: f"{r.unparsed:,}"),
+    Column("truncated", lambda r: f"{r.truncated:,}"),
+    Column(
+        "confidence missing",
+        lambda r: DASH if r.confidence_missing is None else f"{r.confidence_missing:,} of {r.replies:,}",
+    ),
+    Column("rulings unreadable", lambda r: f"{r.rulings_unreadable:,} of {r.rulings:,}" if r.rulings else DASH),
+)
+
+
 def replies_table(task: TaskReport) -> Table:
     """The agents' replies per condition: unparsed, truncated by the token limit, confidence missing."""
-    rows = []
-    for c in task.conditions:
-        r = c.replies
-        if r is None:
-            continue
-        missing = DASH if r.confidence_missing is None else f"{r.confidence_missing:,} of {r.replies:,}"
-        rulings = f"{r.rulings_unreadable:,} of {r.rulings:,}" if r.rulings else DASH
-        rows.append((c.name, f"{r.replies:,}", f"{r.unparsed:,}", f"{r.truncated:,}", missing, rulings))
-    return Table(
+    return table(
         "replies",
         "Agents' replies: unparsed, truncated, confidence missing; unreadable rulings",
-        ("condition", "replies", "unparsed", "truncated", "confidence missing", "rulings unreadable"),
-        tuple(rows),
+        owned(CONDITION, REPLIES_COLUMNS),
+        parts(task.conditions, lambda c: c.replies),
         "Replies of every agent in every round. Truncated: cut off by the token limit (finish reason "
         '"length"); its answer may be incomplete. Confidence missing: no readable confidence where the '
         "protocol asks for one (— where it does not); the confidence-weighted vote gives it weight 0. Rulings "
@@ -246,300 +259,189 @@ def replies_table(task: TaskReport) -> Table:
     )
 
 
+ROUNDS_COLUMNS: tuple[Column[ConditionReport], ...] = (
+    *CONDITION,
+    Column("mean rounds", lambda c: fixed(c.mean_rounds, 2)),
+    Column("total rounds", lambda c: str(sum(r * n for r, n, _ in c.rounds))),
+    Column("stopping distribution", lambda c: "; ".join(f"R{r}: {n}" for r, n, _ in c.rounds)),
+    Column("right by stopping round", lambda c: "; ".join(f"R{r}: {k}/{n}" for r, n, k in c.rounds)),
+    Column("stop reasons", lambda c: "; ".join(f"{reason}: {n}" for reason, n in c.stop_reasons)),
+)
+
+
 def rounds_table(task: TaskReport) -> Table:
-    rows = []
-    for c in task.conditions:
-        distribution = "; ".join(f"R{r}: {n}" for r, n, _ in c.rounds)
-        by_stop = "; ".join(f"R{r}: {k}/{n}" for r, n, k in c.rounds)
-        reasons = "; ".join(f"{reason}: {n}" for reason, n in c.stop_reasons)
-        total = str(sum(r * n for r, n, _ in c.rounds))
-        rows.append((c.name, fixed(c.mean_rounds, 2), total, distribution, by_stop, reasons))
-    return Table(
-        "rounds",
-        "Rounds used and stopping",
-        (
-            "condition",
-            "mean rounds",
-            "total rounds",
-            "stopping distribution",
-            "right by stopping round",
-            "stop reasons",
-        ),
-        tuple(rows),
-        counted_note(task).strip(),
-    )
+    return table("rounds", "Rounds used and stopping", ROUNDS_COLUMNS, task.conditions, counted_note(task).strip())
+
+
+# a round's (round, questions reaching it, right answers): ``ConditionReport.accuracy_by_round``
+BY_ROUND_COLUMNS: tuple[Column[tuple[int, int, int]], ...] = (
+    Column("round", lambda x: str(x[0])),
+    Column("questions reaching it", lambda x: str(x[1])),
+    Column("right", lambda x: str(x[2])),
+    Column("accuracy", lambda x: fixed(x[2] / x[1]) if x[1] else DASH),
+)
 
 
 def by_round_table(task: TaskReport) -> Table:
-    rows = []
-    for c in task.conditions:
-        for r, n, k in c.accuracy_by_round:
-            rows.append((c.name, str(r), str(n), str(k), fixed(k / n) if n else DASH))
-    return Table(
+    return table(
         "by-round",
         "Accuracy of each round's answer",
-        ("condition", "round", "questions reaching it", "right", "accuracy"),
-        tuple(rows),
+        owned(CONDITION, BY_ROUND_COLUMNS),
+        (Part(c, x) for c in task.conditions for x in c.accuracy_by_round),
         ROUND_ANSWER + counted_note(task),
     )
 
 
-def pairs_table(task: TaskReport) -> Table:
-    holm = any(p.holm_p is not None for p in task.pairs)
-    repeated = task.repeated
-    if repeated:
-        head: tuple[str, ...] = ("A", "B", "questions", "A better", "B better", "sign-test p")
-        ratio = "odds A better (95% CI)"
-    else:
-        head = ("A", "B", "n", "A only", "B only", "McNemar p")
-        ratio = "matched OR (95% CI)"
-    columns = head + (("Holm p",) if holm else ()) + (ratio, "accuracy A - B (95% CI)", "oracle A or B")
-    rows = []
-    for p in task.pairs:
-        s = p.accuracy
-        row: tuple[str, ...] = (p.a, p.b, str(s.n), str(s.a_only), str(s.b_only), p_value(s.mcnemar_p))
-        row += (p_value(p.holm_p),) if holm else ()
-        row += (
-            odds_ratio_text(p),
-            difference_text(s.difference, s.difference_ci.low, s.difference_ci.high),
-            _ratio(s.oracle, s.oracle_n),
-        )
-        rows.append(row)
-    if repeated:
-        note = (
-            f"{task.unit}; the question is the unit. Per question, each condition's accuracy over the seeds both "
-            "ran; A better and B better count the questions on which A's or B's is higher (ties left out), tested "
-            "by the exact two-sided sign test (McNemar's test when each question has one seed); the odds ratio is "
-            "A better / B better with an exact (Clopper-Pearson) interval; the accuracy difference is the mean "
-            "over questions with a cluster percentile bootstrap interval (questions resampled with all their "
-            "seeds); the oracle counts question x seed results right under A or B. Each seed's own McNemar test "
-            "is in the next table"
-        )
-    else:
-        note = (
-            "A only and B only are discordant questions; exact two-sided McNemar test; the matched odds ratio is "
-            "A only / B only with an exact (Clopper-Pearson) interval; the accuracy difference has a paired "
-            "percentile bootstrap interval"
-        )
-    if holm:
-        note += "; Holm's adjustment runs over every pair of this task"
-    if task.cochran is not None:
-        q = task.cochran
-        if q.test == "Friedman":
-            note += (
-                f". Friedman's test over all conditions on each question's accuracy over its seeds (Cochran's Q "
-                f"with one seed): chi-square = {fixed(q.statistic, 2)}, df = {q.df}, p = {p_value(q.p)} "
-                f"(n = {q.n} questions)"
-            )
-        else:
-            note += (
-                f". Cochran's Q over all conditions: Q = {fixed(q.statistic, 2)}, df = {q.df}, "
-                f"p = {p_value(q.p)} (n = {q.n})"
-            )
-    return Table("pairs", "Paired accuracy comparisons", columns, tuple(rows), note + ".")
+TRANSITIONS_COLUMNS: tuple[Column[Transitions], ...] = (
+    Column("n", lambda t: str(t.n)),
+    Column("R→R", lambda t: str(t.right_right)),
+    Column("W→R", lambda t: str(t.wrong_right)),
+    Column("R→W", lambda t: str(t.right_wrong)),
+    Column("W→W", lambda t: str(t.wrong_wrong)),
+    Column("answer changed", lambda t: str(t.changed)),
+)
 
 
-def seed_pairs_table(task: TaskReport) -> Table:
-    """With repeated seeds: each seed's exact McNemar test on its own questions."""
-    rows = tuple(
-        (p.a, p.b, str(t.seed), str(t.n), str(t.a_only), str(t.b_only), p_value(t.p))
-        for p in task.pairs
-        for t in p.accuracy.per_seed
+class Step(NamedTuple):
+    """A row of the transition tables: a condition's transitions over some rounds (``rounds``: their label)."""
+
+    condition: str
+    rounds: str
+    transitions: Transitions
+
+
+def _step_columns(rounds: str) -> tuple[Column[Step], ...]:
+    return (
+        Column("condition", lambda s: s.condition),
+        Column(rounds, lambda s: s.rounds),
+        *(c.over(lambda s: s.transitions) for c in TRANSITIONS_COLUMNS),
     )
-    return Table(
-        "pairs-by-seed",
-        "Paired accuracy comparisons per seed",
-        ("A", "B", "seed", "questions", "A only", "B only", "McNemar p"),
-        rows,
-        "Each seed on its own: discordant questions and the exact two-sided McNemar test. Shown per seed, not "
-        "combined (seeds repeat the same questions); the test on questions is in the table above.",
-    )
-
-
-def round_difference_table(task: TaskReport) -> Table:
-    rows = []
-    for p in task.pairs:
-        d = p.rounds
-        rows.append(
-            (
-                p.a,
-                p.b,
-                str(d.n),
-                str(d.sign.fewer),
-                str(d.sign.tied),
-                str(d.sign.more),
-                difference_text(d.mean, d.ci.low, d.ci.high, 2),
-                fixed(d.median, 1),
-                p_value(d.sign.p),
-            )
-        )
-    note = "Exact two-sided sign test, ties excluded; percentile bootstrap interval of the mean difference."
-    if task.repeated:
-        note = f"{task.unit}; n counts questions: each question's rounds are its mean over the seeds both ran. " + note
-    return Table(
-        "round-differences",
-        "Paired differences in rounds used (B - A)",
-        ("A", "B", "n", "B fewer", "tied", "B more", "mean diff. (95% CI)", "median", "sign-test p"),
-        tuple(rows),
-        note,
-    )
-
-
-def _transition_cells(t: Transitions) -> tuple[str, ...]:
-    return (str(t.n), str(t.right_right), str(t.wrong_right), str(t.right_wrong), str(t.wrong_wrong), str(t.changed))
 
 
 def transitions_table(task: TaskReport) -> Table:
-    rows = []
+    steps = []
     for c in task.conditions:
-        for r, t in c.first_to_final:
-            rows.append((c.name, str(r), *_transition_cells(t)))
-        rows.append((c.name, "total", *_transition_cells(c.first_to_final_total)))
-    return Table(
+        steps += [Step(c.name, str(r), t) for r, t in c.first_to_final]
+        steps.append(Step(c.name, "total", c.first_to_final_total))
+    return table(
         "transitions",
         "Round 0 to final answer, by stopping round",
-        ("condition", "rounds used", "n", "R→R", "W→R", "R→W", "W→W", "answer changed"),
-        tuple(rows),
+        _step_columns("rounds used"),
+        steps,
         "R right, W wrong: round 0's answer, then the final answer. " + ROUND_ANSWER + " Questions that ended "
         "with an error are left out of this and the following tables." + counted_note(task),
     )
 
 
 def steps_table(task: TaskReport) -> Table:
-    rows = []
-    for c in task.conditions:
-        for r, t in c.round_to_round:
-            rows.append((c.name, f"{r - 1}→{r}", *_transition_cells(t)))
-    return Table(
+    return table(
         "steps",
         "Round-to-round transitions of each round's answer",
-        ("condition", "rounds", "n", "R→R", "W→R", "R→W", "W→W", "answer changed"),
-        tuple(rows),
+        _step_columns("rounds"),
+        (Step(c.name, f"{r - 1}→{r}", t) for c in task.conditions for r, t in c.round_to_round),
         counted_note(task).strip(),
     )
 
 
+ORACLE_COLUMNS: tuple[Column[Oracle], ...] = (
+    Column("n", lambda o: str(o.n)),
+    Column("final", lambda o: ratio(o.final, o.n)),
+    Column("any round's answer right", lambda o: ratio(o.any_round, o.n)),
+    Column("any agent in any round right", lambda o: ratio(o.any_turn, o.n)),
+    Column("recovery gap", lambda o: f"{o.gap} ({fixed(o.gap / o.n) if o.n else DASH})"),
+)
+
+
 def oracle_table(task: TaskReport) -> Table:
-    rows = []
-    for c in task.conditions:
-        o = c.oracle
-        rows.append(
-            (
-                c.name,
-                str(o.n),
-                _ratio(o.final, o.n),
-                _ratio(o.any_round, o.n),
-                _ratio(o.any_turn, o.n),
-                f"{o.gap} ({fixed(o.gap / o.n) if o.n else DASH})",
-            )
-        )
-    return Table(
+    return table(
         "oracle",
         "Oracle accuracy and recovery gap",
-        ("condition", "n", "final", "any round's answer right", "any agent in any round right", "recovery gap"),
-        tuple(rows),
+        owned(CONDITION, ORACLE_COLUMNS),
+        parts(task.conditions, lambda c: c.oracle),
         "The recovery gap counts questions on which some agent gave the right answer but the final answer is wrong."
         + counted_note(task),
     )
 
 
+AGENTS_COLUMNS: tuple[Column[AgentChanges], ...] = (
+    Column("agent", lambda a: a.agent),
+    Column("round pairs", lambda a: str(a.steps)),
+    Column("changed answer", lambda a: str(a.changed)),
+    Column("wrong→right", lambda a: str(a.wrong_to_right)),
+    Column("right→wrong", lambda a: str(a.right_to_wrong)),
+)
+
+
 def agents_table(task: TaskReport) -> Table:
-    rows = []
-    for c in task.conditions:
-        for a in c.agent_changes:
-            if a.steps == 0:
-                continue
-            rows.append((c.name, a.agent, str(a.steps), str(a.changed), str(a.wrong_to_right), str(a.right_to_wrong)))
-    return Table(
+    return table(
         "agents",
         "Per-agent answer changes between consecutive rounds",
-        ("condition", "agent", "round pairs", "changed answer", "wrong→right", "right→wrong"),
-        tuple(rows),
+        owned(CONDITION, AGENTS_COLUMNS),
+        (Part(c, a) for c in task.conditions for a in c.agent_changes if a.steps != 0),
         counted_note(task).strip(),
     )
 
 
+DIVERSITY_COLUMNS: tuple[Column[Diversity], ...] = (
+    Column("n", lambda d: str(d.n)),
+    Column("agents N", lambda d: str(d.agents)),
+    Column("distinct answers", lambda d: fixed(d.mean_distinct, 2)),
+    Column("unanimous", lambda d: ratio(d.unanimous, d.n)),
+    Column("round-0 answer right", lambda d: ratio(d.majority_correct, d.n)),
+    Column("Pass@1", lambda d: fixed(d.pass_at[0])),
+    Column("Pass@N", lambda d: fixed(d.pass_at[-1])),
+)
+
+
 def diversity_table(task: TaskReport) -> Table | None:
-    shown = [c for c in task.conditions if c.diversity is not None and c.diversity.agents > 1]
+    shown = parts(
+        task.conditions, lambda c: c.diversity if c.diversity is not None and c.diversity.agents > 1 else None
+    )
     if not shown:
         return None
-    rows = []
-    for c in shown:
-        d = c.diversity
-        assert d is not None
-        rows.append(
-            (
-                c.name,
-                str(d.n),
-                str(d.agents),
-                fixed(d.mean_distinct, 2),
-                _ratio(d.unanimous, d.n),
-                _ratio(d.majority_correct, d.n),
-                fixed(d.pass_at[0]),
-                fixed(d.pass_at[-1]),
-            )
-        )
-    return Table(
+    return table(
         "diversity",
         "Round-0 diversity and Pass@N",
-        ("condition", "n", "agents N", "distinct answers", "unanimous", "round-0 answer right", "Pass@1", "Pass@N"),
-        tuple(rows),
+        owned(CONDITION, DIVERSITY_COLUMNS),
+        shown,
         "Pass@k is the unbiased estimator over the N round-0 answers of each question." + counted_note(task),
     )
 
 
+def _versus(e: Efficiency) -> str:
+    fewer = e.fewer
+    return DASH if fewer is None else f"{percent(fewer)} fewer" if fewer >= 0 else f"{percent(-fewer)} more"
+
+
+EFFICIENCY_COLUMNS: tuple[Column[Efficiency], ...] = (
+    Column("retention", lambda e: ", ".join(e.rules)),
+    Column("debate rounds", lambda e: str(e.rounds)),
+    Column("forwarded", lambda e: count(e.forwarded)),
+    Column("forwarded per round", lambda e: fixed(e.forwarded_per_round, 2)),
+    Column("per round if all kept", lambda e: fixed(e.full_per_round, 2)),
+    Column("vs. forwarding every reply", _versus),
+    Column("fallbacks", lambda e: ratio(e.fallbacks, e.rounds)),
+    Column("filter calls", lambda e: count(e.filter_calls)),
+    Column("filter prompt tokens", lambda e: count(e.filter_prompt_tokens)),
+    Column("filter completion tokens", lambda e: count(e.filter_completion_tokens)),
+    Column("kept diversity", lambda e: fixed(e.diversity)),
+    Column("diversity measure", lambda e: e.diversity_measure or DASH),
+    Column("mean ANLL", lambda e: fixed(e.anll)),
+    Column("mean perplexity", lambda e: fixed(e.perplexity, 2)),
+)
+
+
 def efficiency_table(task: TaskReport) -> Table | None:
     """Per condition with retention: replies forwarded against forwarding every reply, and the filter's cost."""
-    shown = [c for c in task.conditions if c.efficiency is not None]
+    shown: list[Part[ConditionReport, Efficiency]] = parts(task.conditions, lambda c: c.efficiency)
     if not shown:
         return None
-    rows = []
-    for c in shown:
-        e = c.efficiency
-        assert e is not None
-        fewer = e.fewer
-        versus = DASH if fewer is None else f"{percent(fewer)} fewer" if fewer >= 0 else f"{percent(-fewer)} more"
-        rows.append(
-            (
-                c.name,
-                ", ".join(e.rules),
-                str(e.rounds),
-                _count(e.forwarded),
-                fixed(e.forwarded_per_round, 2),
-                fixed(e.full_per_round, 2),
-                versus,
-                _ratio(e.fallbacks, e.rounds),
-                _count(e.filter_calls),
-                _count(e.filter_prompt_tokens),
-                _count(e.filter_completion_tokens),
-                fixed(e.diversity),
-                e.diversity_measure or DASH,
-                fixed(e.anll),
-                fixed(e.perplexity, 2),
-            )
-        )
-    comparisons = "; ".join(f"{c.name}: {c.efficiency.comparison}" for c in shown if c.efficiency is not None)
-    return Table(
+    comparisons = "; ".join(f"{r.of.name}: {r.part.comparison}" for r in shown)
+    return table(
         "efficiency",
         "Retention and efficiency",
-        (
-            "condition",
-            "retention",
-            "debate rounds",
-            "forwarded",
-            "forwarded per round",
-            "per round if all kept",
-            "vs. forwarding every reply",
-            "fallbacks",
-            "filter calls",
-            "filter prompt tokens",
-            "filter completion tokens",
-            "kept diversity",
-            "diversity measure",
-            "mean ANLL",
-            "mean perplexity",
-        ),
-        tuple(rows),
+        owned(CONDITION, EFFICIENCY_COLUMNS),
+        shown,
         "Debate rounds are rounds 1 and later, summed over questions. Forwarded counts the previous round's "
         'replies shown to agents, summed over agents; "if all kept" is the count that forwarding every reply '
         "would give in the protocol's topology. A fallback is a filter selection that was invalid or empty, "
@@ -552,31 +454,27 @@ def efficiency_table(task: TaskReport) -> Table | None:
     )
 
 
+def metric_columns(repeated: bool) -> tuple[Column[MetricSummary], ...]:
+    """A task metric's summary; per seed and over seeds only with repeated seeds."""
+    return (
+        Column("questions", lambda m: str(m.questions)),
+        Column("results scored", lambda m: str(m.results)),
+        Column("no value", lambda m: str(m.missing)),
+        Column("mean", lambda m: fixed(m.mean)),
+        Column("95% CI", lambda m: interval(m.ci.low, m.ci.high)),
+        Column("per seed", dash_unless(repeated, lambda m: per_seed_text(m.seeds, counts=False))),
+        Column("mean ± std over seeds", dash_unless(repeated, lambda m: spread_text(m.seeds))),
+    )
+
+
 def metric_table(task: TaskReport) -> Table:
     """A task's own metric per condition: mean over questions with a question-level bootstrap interval."""
-    rows = []
-    for c in task.conditions:
-        m = c.metric
-        if m is None:
-            continue
-        rows.append(
-            (
-                c.name,
-                str(m.questions),
-                str(m.results),
-                str(m.missing),
-                fixed(m.mean),
-                interval(m.ci.low, m.ci.high),
-                per_seed_text(m.seeds, counts=False) if task.repeated else DASH,
-                spread_text(m.seeds) if task.repeated else DASH,
-            )
-        )
     name = task.metric_name or "the task's own score"
-    return Table(
+    return table(
         "metric",
         f"Task metric: {name}",
-        ("condition", "questions", "results scored", "no value", "mean", "95% CI", "per seed", "mean ± std over seeds"),
-        tuple(rows),
+        owned(CONDITION, metric_columns(task.repeated)),
+        parts(task.conditions, lambda c: c.metric),
         f"{task.unit}. The task's own score of each result ({name}). Results whose value is None (the task could "
         "not score them) are left out and counted under no value. A question's value is its mean over its seeds; "
         "the mean is over questions, with a percentile bootstrap interval resampling questions (all their seeds "
@@ -585,80 +483,29 @@ def metric_table(task: TaskReport) -> Table:
     )
 
 
-def metric_pairs_table(task: TaskReport) -> Table:
-    """Paired comparisons of a task's own metric: bootstrap interval of the mean difference, sign and Wilcoxon tests."""
-    rows = []
-    for p in task.pairs:
-        m = p.metric
-        if m is None:
-            continue
-        rows.append(
-            (
-                p.a,
-                p.b,
-                str(m.n),
-                str(m.a_higher),
-                str(m.tied),
-                str(m.b_higher),
-                p_value(m.sign_p),
-                p_value(m.wilcoxon_p),
-                difference_text(m.difference, m.ci.low, m.ci.high),
-                str(m.missing),
-            )
-        )
-    return Table(
-        "metric-pairs",
-        "Paired task-metric comparisons",
-        (
-            "A",
-            "B",
-            "questions",
-            "A higher",
-            "tied",
-            "B higher",
-            "sign-test p",
-            "Wilcoxon p",
-            "mean A - B (95% CI)",
-            "pairs without value",
-        ),
-        tuple(rows),
-        METRIC_PAIRS_NOTE.format(unit=task.unit, name=task.metric_name or "see the task card"),
+def judge_confidence_columns(bins: Sequence[Bin]) -> tuple[Column[ConfidenceSpread], ...]:
+    """Judges' confidences: their spread, then the accuracy in each of ``bins`` (the study's, as labelled)."""
+
+    def bin_column(i: int, b: Bin) -> Column[ConfidenceSpread]:
+        return Column(f"accuracy, {bin_label(b)}", lambda k: ratio(k.bins[i].correct, k.bins[i].n))
+
+    return (
+        Column("verdicts", lambda k: str(k.n)),
+        Column("median", lambda k: fixed(k.median, 1)),
+        Column("IQR", lambda k: f"{fixed(k.q1, 1)}–{fixed(k.q3, 1)}"),
+        Column("range", lambda k: f"{fixed(k.low, 1)}–{fixed(k.high, 1)}"),
+        *(bin_column(i, b) for i, b in enumerate(bins)),
     )
-
-
-METRIC_PAIRS_NOTE = (
-    "{unit}; the question is the unit. Per question, d = A - B over the seeds where both have a value (averaged "
-    "over those seeds); pairs where either value is None are left out and counted. Exact two-sided sign test on "
-    "the questions' d (ties excluded); Wilcoxon signed-rank test (scipy, zero differences dropped); the mean "
-    "difference has a paired percentile bootstrap interval over questions. Which direction is better is the "
-    "task's: {name}."
-)
 
 
 def judge_confidence_table(task: TaskReport) -> Table:
     """Judges' and moderators' 0-100 confidences: median, IQR, range and accuracy in the stopping study's bins."""
-    rows = []
-    columns: tuple[str, ...] = ()
-    for c in task.conditions:
-        k = c.judge_confidence
-        if k is None:
-            continue
-        columns = tuple(bin_label(b) for b in k.bins)
-        rows.append(
-            (
-                c.name,
-                str(k.n),
-                fixed(k.median, 1),
-                f"{fixed(k.q1, 1)}–{fixed(k.q3, 1)}",
-                f"{fixed(k.low, 1)}–{fixed(k.high, 1)}",
-                *(_ratio(b.correct, b.n) for b in k.bins),
-            )
-        )
-    return Table(
+    shown: list[Part[ConditionReport, ConfidenceSpread]] = parts(task.conditions, lambda c: c.judge_confidence)
+    return table(
         "judge-confidence",
         "Judge and moderator confidence: accuracy by confidence bin",
-        ("condition", "verdicts", "median", "IQR", "range", *(f"accuracy, {c}" for c in columns)),
-        tuple(rows),
+        owned(CONDITION, judge_confidence_columns(shown[-1].part.bins if shown else ())),
+        shown,
         "The confidence (0-100) a judge or moderator gave with its answer after each round, as in the stopping "
         "study's Table 7: bins 50-79, 80-89 and 90-100, and 0-49 below them so that none is dropped (a bin holds "
         "[low, next low), the last includes 100); accuracy k/n of the verdicts in each bin; IQR from the 25th to "
@@ -666,13 +513,34 @@ def judge_confidence_table(task: TaskReport) -> Table:
     )
 
 
-def _calibrations(task: TaskReport) -> list[tuple[ConditionReport, str, Calibration]]:
+# the owner of a calibration's rows: (condition, source), the source "agents" or "judge"
+SOURCE: tuple[Column[tuple[str, str]], ...] = (
+    Column("condition", lambda o: o[0]),
+    Column("source", lambda o: o[1]),
+)
+CALIBRATION_COLUMNS: tuple[Column[Calibration], ...] = (
+    Column("answers", lambda k: str(k.n)),
+    Column("mean confidence", lambda k: fixed(k.mean_confidence)),
+    Column("accuracy", lambda k: fixed(k.correct / k.n if k.n else None)),
+    Column("Brier", lambda k: fixed(k.brier)),
+    Column("ECE", lambda k: fixed(k.ece)),
+    Column("AUROC", lambda k: fixed(k.auroc)),
+)
+RELIABILITY_COLUMNS: tuple[Column[Bin], ...] = (
+    Column("confidence", lambda b: f"{fixed(b.low, 1)}–{fixed(b.high, 1)}"),
+    Column("answers", lambda b: str(b.n)),
+    Column("accuracy", lambda b: ratio(b.correct, b.n)),
+    Column("mean confidence", lambda b: fixed(b.mean_confidence)),
+)
+
+
+def _calibrations(task: TaskReport) -> list[Part[tuple[str, str], Calibration]]:
     out = []
     for c in task.conditions:
         if c.calibration is not None:
-            out.append((c, "agents", c.calibration))
+            out.append(Part((c.name, "agents"), c.calibration))
         if c.judge_calibration is not None:
-            out.append((c, "judge", c.judge_calibration))
+            out.append(Part((c.name, "judge"), c.judge_calibration))
     return out
 
 
@@ -680,109 +548,23 @@ def calibration_tables(task: TaskReport) -> list[Table]:
     found = _calibrations(task)
     if not found:
         return []
-    summary = tuple(
-        (
-            c.name,
-            source,
-            str(k.n),
-            fixed(k.mean_confidence),
-            fixed(k.correct / k.n if k.n else None),
-            fixed(k.brier),
-            fixed(k.ece),
-            fixed(k.auroc),
-        )
-        for c, source, k in found
-    )
-    bins = tuple(
-        (
-            c.name,
-            source,
-            f"{fixed(b.low, 1)}–{fixed(b.high, 1)}",
-            str(b.n),
-            _ratio(b.correct, b.n),
-            fixed(b.mean_confidence),
-        )
-        for c, source, k in found
-        for b in k.bins
-        if b.n
-    )
     tables = [
-        Table(
+        table(
             "calibration",
             "Calibration of stated confidence",
-            ("condition", "source", "answers", "mean confidence", "accuracy", "Brier", "ECE", "AUROC"),
-            summary,
+            owned(SOURCE, CALIBRATION_COLUMNS),
+            found,
             "ECE over 10 equal-width bins; AUROC of confidence as a score for being right." + counted_note(task),
         ),
-        Table(
+        table(
             "reliability",
             "Accuracy by confidence bin",
-            ("condition", "source", "confidence", "answers", "accuracy", "mean confidence"),
-            bins,
+            owned(SOURCE, RELIABILITY_COLUMNS),
+            (Part(k.of, b) for k in found for b in k.part.bins if b.n),
         ),
     ]
     if any(c.judge_confidence is not None for c in task.conditions):
         tables.append(judge_confidence_table(task))
-    return tables
-
-
-def _post_hoc_note(readers: TaskReaders) -> str:
-    """One line naming the conditions re-read only in their final vote, or not re-read at all."""
-    partial = [f"{c.name} ({c.note})" for c in readers.conditions if c.note != "re-read"]
-    return f" Not re-read as a whole: {'; '.join(partial)}." if partial else ""
-
-
-def readers_accuracy_table(task: str, readers: TaskReaders) -> Table:
-    """Each condition's accuracy under each documented reader, re-derived from the stored replies."""
-    names = [name for name, _ in readers.conditions[0].accuracy] if readers.conditions else list(READERS)
-    rows = []
-    for c in readers.conditions:
-        cells = tuple(DASH if a is None else fixed(a.estimate) for _, a in c.accuracy)
-        rows.append((c.name, *cells, c.note))
-    note = (
-        "Accuracy with each reader of the final round's replies, re-voted with the condition's own aggregation "
-        f"and tie rule, from the stored replies (no model call); {DASH}: the reader does not apply. "
-        + readers_note(task)
-    )
-    return Table(
-        "readers-accuracy",
-        "Reader sensitivity: accuracy by reader",
-        ("condition", *names, "re-read"),
-        tuple(rows),
-        note,
-    )
-
-
-def readers_pairs_table(task: str, readers: TaskReaders) -> Table:
-    """Each compared pair's difference, p and verdict under each reader, and whether the verdict is robust."""
-    rows = []
-    for pair in readers.pairs:
-        for v in pair.verdicts:
-            rows.append((pair.a, pair.b, v.reader, *verdict_cells(v), pair.summary))
-    p_name = "Holm p" if readers.adjusted else "McNemar p"
-    note = (
-        "Per pair and reader: accuracy A - B, the exact McNemar test (a sign test on questions with repeated "
-        "seeds)"
-        + (", Holm-adjusted over the task's pairs under the same reader" if readers.adjusted else "")
-        + ", and the verdict (the sign of A - B; significant: p < 0.05). Robust: every applicable reader gives "
-        "moot's verdict; else the readers that break it are named." + _post_hoc_note(readers)
-    )
-    return Table(
-        "readers-pairs",
-        "Reader sensitivity: paired comparisons",
-        ("A", "B", "reader", "A - B", p_name, "verdict", "readers"),
-        tuple(rows),
-        note,
-    )
-
-
-def reader_tables(task: TaskReport) -> list[Table]:
-    """The reader-sensitivity tables of a task (none where accuracy does not apply)."""
-    if task.readers is None or not task.accuracy_applies:
-        return []
-    tables = [readers_accuracy_table(task.task, task.readers)]
-    if task.readers.pairs:
-        tables.append(readers_pairs_table(task.task, task.readers))
     return tables
 
 
@@ -819,6 +601,7 @@ def sections(report: Report) -> list[Section]:
             tables.append(vote_at_k_table(task.vote_pool))
             if task.equal_budget:
                 tables.append(equal_budget_rows_table(task.equal_budget))
+            tables.append(frontier_table(task))
         tables += reader_tables(task)
         if task.pairs:
             tables.append(round_difference_table(task))
@@ -829,195 +612,3 @@ def sections(report: Report) -> list[Section]:
             tables += calibration_tables(task)
         out.append(Section(task.task, tuple(t for t in tables if t.rows or t.key == "overview")))
     return out
-
-
-def comparison_tables(task: str, pair: PairReport) -> list[Table]:
-    """The tables of ``moot compare`` for one pair on one task: accuracy (unless the task is scored only by
-    its metric), the task metric (where results carry one) and rounds. Each is a two-column list of
-    measures, so that it reads in 80 columns."""
-    s = pair.accuracy
-    d = pair.rounds
-    repeated = s.repeats > 1 or d.repeats > 1
-    columns = ("measure", "value")
-    tables = []
-    if pair.accuracy_applies:
-        rows: list[tuple[str, str]] = [
-            ("unit", pair.unit),
-            (f"accuracy A = {pair.a}", fixed(s.accuracy_a)),
-            (f"accuracy B = {pair.b}", fixed(s.accuracy_b)),
-            ("accuracy A - B (95% CI)", difference_text(s.difference, s.difference_ci.low, s.difference_ci.high)),
-        ]
-        if repeated:
-            rows += [
-                ("questions: A better / B better", f"{s.a_only} / {s.b_only}"),
-                (
-                    "questions: tied (all right / all wrong / mixed)",
-                    f"{s.both_right} / {s.both_wrong} / {s.mixed_ties}",
-                ),
-                ("sign-test p (questions; McNemar with one seed)", p_value(s.mcnemar_p)),
-                ("odds A better (95% CI)", odds_ratio_text(pair)),
-                ("oracle A or B (question x seed results)", _ratio(s.oracle, s.oracle_n)),
-            ]
-            rows += [
-                (f"seed {t.seed}: A only / B only, McNemar p", f"{t.a_only} / {t.b_only}, p = {p_value(t.p)}")
-                for t in s.per_seed
-            ]
-            note = (
-                "The question is the unit: per question, each condition's accuracy over the seeds both ran; exact "
-                "sign test on the questions where they differ; cluster percentile bootstrap of the difference "
-                "(questions resampled with all their seeds). Each seed's McNemar test is shown on its own."
-            )
-        else:
-            rows += [
-                (
-                    "both right / A only / B only / both wrong",
-                    f"{s.both_right} / {s.a_only} / {s.b_only} / {s.both_wrong}",
-                ),
-                ("exact McNemar p", p_value(s.mcnemar_p)),
-                ("matched OR (95% CI)", odds_ratio_text(pair)),
-                ("oracle A or B", _ratio(s.oracle, s.oracle_n)),
-            ]
-            note = (
-                "Exact McNemar test, exact interval of the matched odds ratio, paired percentile bootstrap of the "
-                "difference."
-            )
-        tables.append(
-            Table("compare-accuracy", f"{pair.a} vs {pair.b} on {task}: accuracy", columns, tuple(rows), note)
-        )
-    m = pair.metric
-    if m is not None:
-        name = pair.metric_name or "the task's own score"
-        tables.append(
-            Table(
-                "compare-metric",
-                f"{pair.a} vs {pair.b} on {task}: task metric",
-                columns,
-                (
-                    ("metric", name),
-                    ("unit", pair.unit),
-                    ("questions with a paired value", str(m.n)),
-                    ("pairs without a value (left out)", str(m.missing)),
-                    (f"mean A = {pair.a}", fixed(m.mean_a)),
-                    (f"mean B = {pair.b}", fixed(m.mean_b)),
-                    ("mean A - B (95% CI)", difference_text(m.difference, m.ci.low, m.ci.high)),
-                    ("questions: A higher / tied / B higher", f"{m.a_higher} / {m.tied} / {m.b_higher}"),
-                    ("sign-test p", p_value(m.sign_p)),
-                    ("Wilcoxon signed-rank p", p_value(m.wilcoxon_p)),
-                ),
-                "The question is the unit: d = A - B per question, averaged over the seeds where both have a "
-                "value; paired percentile bootstrap over questions; exact sign test (ties excluded) and Wilcoxon "
-                "signed-rank test (zero differences dropped) on the questions' d.",
-            )
-        )
-    if pair.readers is not None:
-        tables.append(compare_readers_table(task, pair))
-    tables.append(
-        Table(
-            "compare-rounds",
-            f"{pair.a} vs {pair.b} on {task}: rounds used (B - A)",
-            columns,
-            (
-                ("questions" if repeated else "n", str(d.n)),
-                ("B fewer / tied / B more", f"{d.sign.fewer} / {d.sign.tied} / {d.sign.more}"),
-                ("mean diff. (95% CI)", difference_text(d.mean, d.ci.low, d.ci.high, 2)),
-                ("median", fixed(d.median, 1)),
-                ("sign-test p", p_value(d.sign.p)),
-            ),
-            "Exact two-sided sign test, ties excluded; percentile bootstrap interval of the mean difference"
-            + ("; each question's rounds are its mean over the seeds both ran." if repeated else "."),
-        )
-    )
-    return tables
-
-
-def compare_readers_table(task: str, pair: PairReport) -> Table:
-    """``moot compare``: the pair under each documented reader (accuracy of A and B, difference, p, verdict)."""
-    assert pair.readers is not None
-    accuracy = {c.name: dict(c.accuracy) for c in pair.readers.conditions}
-    rows = []
-    for p in pair.readers.pairs:
-        for v in p.verdicts:
-            a, b = accuracy.get(p.a, {}).get(v.reader), accuracy.get(p.b, {}).get(v.reader)
-            rows.append(
-                (
-                    v.reader,
-                    DASH if a is None else fixed(a.estimate),
-                    DASH if b is None else fixed(b.estimate),
-                    *verdict_cells(v),
-                )
-            )
-    summary = pair.readers.pairs[0].summary if pair.readers.pairs else DASH
-    note = (
-        f"The verdict is {summary}. Each reader re-reads the final round's stored replies and re-votes them with "
-        "the condition's aggregation and tie rule (no model call); exact McNemar test (a sign test with repeated "
-        f"seeds); significant: p < 0.05; {DASH}: the reader does not apply. "
-        + readers_note(task)
-        + _post_hoc_note(pair.readers)
-    )
-    return Table(
-        "compare-readers",
-        f"{pair.a} vs {pair.b} on {task}: reader sensitivity",
-        ("reader", f"accuracy A = {pair.a}", f"accuracy B = {pair.b}", "A - B", "McNemar p", "verdict"),
-        tuple(rows),
-        note,
-    )
-
-
-# -- debate against voting at equal cost (moot.analysis.budget) ---------------------------------------------
-def vote_at_k_table(pool: VotePool) -> Table:
-    """vote@k for k = 1..K of one pool on one task."""
-    rows = tuple((str(r.k), fixed(r.accuracy), fixed(r.tokens, 1), fixed(r.calls, 1)) for r in pool.rows)
-    seeds = f", averaged over {pool.seeds} seeds" if pool.seeds > 1 else ""
-    return Table(
-        f"vote-at-k-{pool.task}",
-        f"vote@k from the pool {pool.condition!r} ({pool.agents} round-0 answers per question), {pool.task}",
-        ("k", "accuracy", "tokens/q", "calls/q"),
-        rows,
-        f"Accuracy: the mean over {pool.questions} questions of the exact probability that a majority vote of k "
-        f"answers drawn without replacement from the question's {pool.agents} is right{seeds} (ties: "
-        f"{pool.tie_rule}; unparsed answers do not vote). Tokens and calls: k/{pool.agents} of the pool's.",
-    )
-
-
-def equal_budget_rows_table(rows: Sequence[EqualBudget], key: str = "equal-budget") -> Table:
-    """Each debate condition against the vote@k of the same budget: mean difference, interval, tests."""
-    cells = tuple(
-        (
-            r.task,
-            r.debate,
-            f"{fixed(r.debate_cost, 1)}",
-            f"{r.k} ({fixed(r.vote_cost, 1)})" + (" pool too small" if r.pool_too_small else ""),
-            str(r.n),
-            fixed(r.debate_accuracy),
-            fixed(r.vote_accuracy),
-            difference_text(r.difference, r.ci.low, r.ci.high),
-            p_value(r.p) + ("" if r.exact else " (MC)"),
-            p_value(r.holm_p),
-        )
-        for r in rows
-    )
-    measure = rows[0].measure if rows else "tokens"
-    pool = rows[0].pool if rows else ""
-    small = any(r.pool_too_small for r in rows)
-    return Table(
-        key,
-        f"Debate against vote@k of {pool!r} at equal {measure}",
-        (
-            "task",
-            "debate",
-            f"{measure}/q",
-            "vote@k (cost)",
-            "questions",
-            "debate",
-            "vote@k",
-            "difference",
-            "p",
-            "Holm p",
-        ),
-        cells,
-        f"vote@k: the smallest k whose {measure} per question are at least the debate's. Difference: debate - "
-        "vote@k per question (debate correctness averaged over seeds; vote@k its exact probability of being right), "
-        "mean with paired bootstrap 95% interval over questions; p: two-sided sign-flip permutation test over "
-        "questions (exact up to 20 questions, else 10,000 seeded flips, marked MC); Holm over the table."
-        + (" Where the pool is smaller than the debate's budget, k = K." if small else ""),
-    )

@@ -10,8 +10,11 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializeAsAny,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
+    field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -66,7 +69,7 @@ class ProtocolSpec(BaseModel):
     ``rounds=2`` is round 0 plus one debate round. With an adaptive ``stopping`` rule it is the cap.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     name: str
     agents: int = Field(ge=1)
@@ -103,6 +106,12 @@ class ProtocolSpec(BaseModel):
     )
     vote_cue: Annotated[VoteCue | None, _switch(VoteCue)] = Field(
         default=None, description="agents are told the previous round's majority (the last vote)"
+    )
+    extra_cues: tuple[Annotated[SerializeAsAny[Cue], rule("cue")], ...] = Field(
+        default=(),
+        alias="cues",
+        description="further cues, in order, after the three above: any registered cue, a plug-in's own "
+        'included (cues = [{ kind = "tally" }])',
     )
     retention: Annotated[SerializeAsAny[Retention], rule("retention")] = Field(
         default="all", description="which previous-round replies agents hear", validate_default=True
@@ -173,9 +182,32 @@ class ProtocolSpec(BaseModel):
         """Refuse a slot its schedule does not read (``Schedule.slots``) set to anything but its default:
         it would be silently ignored (Liang's debaters have no topology, rendering or history)."""
         for slot in sorted(SLOTS - self.style.slots):
-            value, default = getattr(self, slot), type(self).model_fields[slot].default
-            if value != (None if default is None else parse(_family(slot), default)):
+            field = _FIELDS.get(slot, slot)
+            value, default = getattr(self, field), type(self).model_fields[field].default
+            if value != (parse(_family(slot), default) if isinstance(default, str) else default):
                 raise ValueError(f"style {self.style.kind!r} does not use {slot!r}")
+
+    @field_validator("extra_cues")
+    @classmethod
+    def _not_slotted(cls, cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
+        """A built-in cue goes in its own slot, where the rest of moot reads it (a stated confidence is
+        read from each reply by the ``confidence`` slot's cue)."""
+        for cue in cues:
+            slot = next((s for s, c in _SLOTTED_CUES.items() if isinstance(cue, c)), None)
+            if slot is not None:
+                raise ValueError(f"cue {cue.kind!r} has its own slot: {slot} = true (or a table)")
+        return cues
+
+    @model_serializer(mode="wrap")
+    def _cues_when_given(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``cues`` is dumped under its own name and left out while empty, so that every condition stored
+        before it existed keeps its JSON and fingerprint (``results_fingerprint``) and resumes."""
+        data = handler(self)
+        if isinstance(data, dict):
+            cues = data.pop("extra_cues", data.pop("cues", ()))
+            if cues:
+                data["cues"] = cues
+        return data
 
     def components(self) -> list[Component]:
         """Every component, in the order ``moot protocols show`` lists them."""
@@ -200,7 +232,8 @@ class ProtocolSpec(BaseModel):
 
     @property
     def cues(self) -> list[Cue]:
-        return [c for c in (self.confidence, self.uncertainty_cue, self.vote_cue) if c is not None]
+        """Every cue, in the order they are applied: confidence, uncertainty, vote, then ``cues``."""
+        return [*(c for c in (self.confidence, self.uncertainty_cue, self.vote_cue) if c is not None), *self.extra_cues]
 
     @property
     def needs_judge(self) -> bool:
@@ -236,8 +269,7 @@ class ProtocolSpec(BaseModel):
             "initializer": self.initializer.describe(self),
             "confidence": self.confidence.describe(self) if self.confidence is not None else "not asked",
             "retention": self.retention.describe(self),
-            "cues": ", ".join(c.describe(self) for c in (self.uncertainty_cue, self.vote_cue) if c is not None)
-            or "none",
+            "cues": ", ".join(c.describe(self) for c in self.cues if c is not self.confidence) or "none",
             "stopping": self.stopping.describe(self),
             "aggregation": self.aggregation.describe(self),
             "instruction": "the task's (its system prompt, where it has one)"
@@ -254,7 +286,11 @@ class ProtocolSpec(BaseModel):
 
 def _family(slot: str) -> str:
     """The component family a protocol slot holds."""
-    return "cue" if slot in ("confidence", "uncertainty_cue", "vote_cue") else slot
+    return "cue" if slot in ("confidence", "uncertainty_cue", "vote_cue", "cues") else slot
+
+
+_FIELDS = {"cues": "extra_cues"}  # a slot whose field has another name (``cues`` is also every cue, a property)
+_SLOTTED_CUES = {"confidence": ConfidenceCue, "uncertainty_cue": UncertaintyCue, "vote_cue": VoteCue}
 
 
 def _rule_fields(family: str, table: dict[str, Any]) -> set[str]:
@@ -542,12 +578,24 @@ PRESETS: dict[str, ProtocolSpec] = {
             reference="the stopping study's Du adaptive condition: society plus a judge after each round, "
             "stop at confidence >= 90/100, cap 6 rounds; the final answer is still the agents' majority",
         ),
+        _preset(
+            name="gated",
+            agents=3,
+            rounds=2,
+            stopping="consensus",
+            reference="debate only where round 0 disagrees (iMAD's question, Fan et al. 2026, in its simplest "
+            "form: agreement, not their trained classifier, decides): society's round 0; a unanimous round 0 "
+            "keeps its answer, any disagreement or unread answer gets society's debate round",
+        ),
     )
 }
 
 NOT_COMPONENTS = ("name", "agents", "rounds", "reference", "fixed_agents", "fixed_rounds")
 # What a condition or user preset may set: every component slot, the tie rule, and the flat settings of moot 0.1.
-COMPONENT_FIELDS = (*(f for f in ProtocolSpec.model_fields if f not in NOT_COMPONENTS), *_FOLDED)
+COMPONENT_FIELDS = (
+    *(field.alias or name for name, field in ProtocolSpec.model_fields.items() if name not in NOT_COMPONENTS),
+    *_FOLDED,
+)
 
 
 def resolve_protocol(

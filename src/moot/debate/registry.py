@@ -178,12 +178,15 @@ def _unregistered(family: str) -> type[Unregistered]:
     return _UNREGISTERED[family]
 
 
+FILE_PLUGIN = "moot_plugin_"  # the prefix of a plug-in file's module name (``load_plugin``)
+
+
 def load_plugin(path: str | Path) -> None:
     """Import a user's Python file so that the rules it ``@register``s can be named (idempotent)."""
     file = Path(path).expanduser().resolve()
     if not file.is_file():
         raise ConfigError(f"plugin {path}: no such file")
-    name = "moot_plugin_" + "".join(c if c.isalnum() else "_" for c in str(file))
+    name = FILE_PLUGIN + "".join(c if c.isalnum() else "_" for c in str(file))
     if name in sys.modules:
         return
     spec = importlib.util.spec_from_file_location(name, file)
@@ -210,17 +213,28 @@ def template(function: _F) -> _F:
 
 
 def template_hashes() -> dict[str, str]:
-    """sha256 of the source of every prompt template and every registered rule (whose class holds its
-    prompt wording, such as a filter's criterion), wherever they live: what a run records so that a
-    changed prompt shows."""
+    """sha256 of the source of every prompt template, every registered rule (whose class holds its prompt
+    wording, such as a filter's criterion) and every registered task's classes (their question and debate
+    wording, their reading of replies), wherever they live: what a run records so that a changed prompt shows.
+    Every module that registers one is imported first, so the result does not depend on what was imported
+    before the call."""
     import hashlib
     import inspect
 
     import moot.debate.schedules.liang
     import moot.debate.schedules.peer  # noqa: F401
+    from moot.tasks import TASKS, load_installed
+    from moot.tasks.datafile import ChoiceFileTask, NumberFileTask, TextFileTask
 
+    by_family = {family: rules(family) for family in FAMILIES}  # imports every rule's module, and its templates
+    load_installed()
     sources = {name: inspect.getsource(function) for name, function in TEMPLATES.items()}
-    for family in FAMILIES:
-        for kind, cls in rules(family).items():
+    for family, found in by_family.items():
+        for kind, cls in found.items():
             sources[f"{family}:{kind}"] = inspect.getsource(cls)
+    task_classes = [factory if isinstance(factory, type) else type(factory()) for factory in TASKS.values()]
+    for task_class in [*task_classes, NumberFileTask, TextFileTask, ChoiceFileTask]:  # a data file's formats
+        for cls in task_class.__mro__:
+            if cls.__module__ not in ("builtins", "abc", "typing"):
+                sources[f"task:{cls.__module__}.{cls.__qualname__}"] = inspect.getsource(cls)
     return {name: hashlib.sha256(text.encode()).hexdigest() for name, text in sorted(sources.items())}

@@ -102,11 +102,19 @@ def register_task(name: str, factory: Callable[[], Task]) -> None:
     TASKS[name] = factory
 
 
+def load_installed() -> tuple[str, ...]:
+    """Register every installed ``moot.tasks`` plug-in (entry points) under its name; their names. The
+    entry points are loaded once; registering them again changes nothing."""
+    from moot.plugins import task_factories
+
+    for name, factory in task_factories():
+        register_task(name, factory)
+    return tuple(name for name, _ in task_factories())
+
+
 def get_task(name: str, data: str | Path | None = None) -> Task:
     """The task called ``name``; ``data``: None (offline or generated), "hub", or a local file."""
-    from moot.plugins import load_tasks
-
-    load_tasks()  # installed plug-ins (entry points "moot.tasks"), once
+    load_installed()  # installed plug-ins (entry points "moot.tasks")
     base, colon, argument = name.partition(":")
     if colon and base in PARAMETRISED:
         task = PARAMETRISED[base](argument)
@@ -122,6 +130,7 @@ def get_task(name: str, data: str | Path | None = None) -> Task:
 
 
 __all__ = [
+    "load_installed",
     "PARAMETRISED",
     "TASKS",
     "DataSource",

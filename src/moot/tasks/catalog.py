@@ -19,9 +19,9 @@ _FORMS = {
 def catalog() -> list[TaskCard]:
     """One card per registered task, in registry order (parametrised forms noted in the name); installed
     plug-ins' tasks included."""
-    from moot.plugins import load_tasks
+    from moot.tasks import load_installed
 
-    load_tasks()
+    load_installed()
     cards = []
     for name, factory in TASKS.items():
         card = factory().card()

@@ -10,8 +10,10 @@
   A numeric vote is written as DAR writes it (its evaluator's np.round(float(x), 1): "7" -> "7.0",
   "-332" -> "-332.0"); a letter or text vote stays as it is (``dar_vote``).
 
-A protocol holds each cue in its own slot (``confidence``, ``uncertainty_cue``, ``vote_cue``); ``true``
-in an experiment file means the cue with its defaults.
+A protocol holds each built-in cue in its own slot (``confidence``, ``uncertainty_cue``, ``vote_cue``; ``true``
+in an experiment file means the cue with its defaults) and any other registered cue, a plug-in's own, in the
+list ``cues`` (``cues = [{ kind = "tally" }]``). ``ProtocolSpec.cues`` is all of them, in that order: the order
+in which their texts are joined wherever cues apply.
 """
 
 from __future__ import annotations

@@ -19,7 +19,17 @@ if TYPE_CHECKING:
 
 # The protocol slots that only some schedules read (stopping and aggregation serve every schedule).
 SLOTS = frozenset(
-    {"topology", "history", "rendering", "initializer", "confidence", "uncertainty_cue", "vote_cue", "retention"}
+    {
+        "topology",
+        "history",
+        "rendering",
+        "initializer",
+        "confidence",
+        "uncertainty_cue",
+        "vote_cue",
+        "cues",
+        "retention",
+    }
 )
 
 

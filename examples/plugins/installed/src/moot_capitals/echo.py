@@ -1,8 +1,7 @@
-"""A backend kind and a scripted model, registered on import (entry point group ``moot.backends``).
-
-- ``echo``: no model, replies with the last line of the last user message (its ``prefix`` first): enough
-  to try an experiment's plumbing end to end with a backend that is not built into moot;
-- ``paris``: a scripted model (``backend = { kind = "scripted", model = "paris" }``) that always answers Paris.
+"""A backend kind written outside moot: ``echo`` calls no model and replies with the last line of the last user
+message (its ``prefix`` first), enough to try an experiment's plumbing end to end with a backend moot does not
+ship. Use it from an experiment file with ``plugins = ["echo.py"]`` (a path relative to that file) and an
+agent's ``backend = { kind = "echo" }``; installed, it is the entry point ``echo`` of the group ``moot.backends``.
 """
 
 from __future__ import annotations
@@ -13,37 +12,27 @@ from pydantic import Field
 
 from moot.backends.base import Backend, GenerationRequest, Reply, Sample
 from moot.backends.config import BackendSettings, register_backend
-from moot.backends.scripted import register_scripted_model
 
 
 class EchoBackend:
-    """The backend itself: moot's async interface (moot.backends.base.Backend)."""
+    """The backend: moot's async interface (moot.backends.base.Backend)."""
 
     name = "echo"
+    supports_logprobs = False
+    parallel = 16  # requests it serves at once
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
+        self.model_id = f"echo:{prefix}"  # the model's identity: stored calls replay only for the same one
 
-    @property
-    def model_id(self) -> str:
-        return f"echo:{self.prefix}"
-
-    @property
-    def supports_logprobs(self) -> bool:
-        return False
-
-    @property
-    def parallel(self) -> int:
-        return 16
-
-    async def check(self) -> None:
+    async def check(self) -> None:  # fail here, with a BackendError, if the model cannot be reached
         return None
 
     async def generate(self, request: GenerationRequest) -> Reply:
         last = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         text = self.prefix + (last.strip().splitlines() or [""])[-1]
         prompt_tokens = sum(len(m.content.split()) for m in request.messages)
-        sample = Sample(text, "stop", prompt_tokens, len(text.split()), 0.0)
+        sample = Sample(text, "stop", prompt_tokens, len(text.split()), latency_s=0.0)
         return Reply(samples=(sample,) * request.n, model=self.model_id)
 
     async def aclose(self) -> None:
@@ -51,8 +40,8 @@ class EchoBackend:
 
 
 @register_backend
-class EchoBackendConfig(BackendSettings):
-    """Its config: what an experiment file's ``backend = { kind = "echo", prefix = "..." }`` validates as."""
+class EchoConfig(BackendSettings):
+    """Its settings: what an agent's ``backend = { kind = "echo", prefix = "..." }`` validates as."""
 
     summary = "replies with the last line of the last user message (an example plug-in; no model)"
     kind: Literal["echo"] = "echo"
@@ -64,6 +53,3 @@ class EchoBackendConfig(BackendSettings):
 
     def model_name(self) -> str:
         return "echo"
-
-
-register_scripted_model("paris", lambda request, index: "The capital is\nParis")

@@ -1,5 +1,8 @@
-"""A retention rule: agents hear only the replies whose answer could be read (unparsed ones are dropped);
-a round with no readable reply keeps all (the fallback is recorded)."""
+"""A retention rule written outside moot: agents hear only the replies whose answer could be read (unparsed
+ones are dropped); a round with no readable reply keeps all, and the fallback is recorded. Use it from an
+experiment file with ``plugins = ["parsed_only.py"]`` (a path relative to that file) and
+``retention = "parsed-only"`` in a condition; installed, it is the entry point ``parsed-only`` of the group
+``moot.components``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,14 @@
-"""A task: name the capital of a country (five questions, generated; the reply's last line is the answer)."""
+"""A task written outside moot: name a country's capital (five questions; the reply's last line is the
+answer). Use it from an experiment file with ``plugins = ["capitals.py"]`` (a path relative to that file) and
+a ``[[tasks]]`` table named ``capitals``; installed, its class is the entry point ``capitals`` of the group
+``moot.tasks``, which registers it under that name."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from moot.errors import ConfigError
-from moot.tasks import Extraction, Question, TaskBase
+from moot.tasks import Extraction, Question, TaskBase, register_task
 
 CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Kenya": "Nairobi", "Peru": "Lima", "Canada": "Ottawa"}
 
@@ -35,3 +38,6 @@ class CapitalsTask(TaskBase):
 
     def score(self, answer: str, question: Question) -> bool:
         return answer.casefold() == question.gold.casefold()
+
+
+register_task("capitals", CapitalsTask)

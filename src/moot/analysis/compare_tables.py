@@ -480,6 +480,7 @@ def frontier_table(task: TaskReport) -> Table:
         FRONTIER_COLUMNS,
         task_frontier(task),
         "Every condition and the pool's vote@k; a point is on a frontier when no other is more accurate at a "
-        "cost per question (tokens used, or calls) no higher. A vote@k accuracy is an exact mean over the "
+        "cost per question (tokens used, or calls) no higher, nor as accurate for less. A vote@k accuracy is an "
+        "exact mean over the "
         "pool's questions (no interval). `moot report --figures DIR` writes these points as frontier.csv.",
     )

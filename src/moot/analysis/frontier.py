@@ -1,12 +1,12 @@
 """The accuracy-cost frontier (issue 39): every condition of a task and its pool's vote@k as points of accuracy
 against cost per question, and which points no other beats.
 
-A point is on the frontier of a cost measure (tokens or calls per question) when no other point of its task has
-a higher accuracy at a lower or equal cost. Conditions carry their accuracy interval (Wilson; with repeated
+A point is on the frontier of a cost measure (tokens or calls per question) when no other point of its task beats
+it: none is more accurate at a cost no higher, nor as accurate for less. Conditions carry their accuracy interval (Wilson; with repeated
 seeds the cluster bootstrap over questions); a vote@k point is an exact mean over the pool's questions
 (``moot.analysis.budget``) and has none. Cost per question counts every call a question's debate used (helpers
 and a shared round 0 included), per question x seed result. The report plots these points, tabulates them and
-writes them as CSV (``moot report --csv``).
+writes them as CSV (``moot report --figures``).
 """
 
 from __future__ import annotations
@@ -34,22 +34,30 @@ class Point:
     on_calls_frontier: bool
 
 
-_TOLERANCE = 1e-9  # accuracies closer than this are equal: a vote@k's exact mean and a count's ratio differ in
-# their last bits (vote@4 of a 4-answer pool is the 4-agent vote's own accuracy)
+_TOLERANCE = 1e-9  # accuracies closer than this are equal, and costs within this share of each other: a vote@k's
+# exact mean and a count's ratio differ in their last bits (vote@3 of a 3-answer pool is the 3-agent vote itself)
+
+
+def _beats(j: tuple[float, float], i: tuple[float, float]) -> bool:
+    """Whether (cost, accuracy) ``j`` beats ``i``: more accurate at a cost no higher, or as accurate for less."""
+    (cj, aj), (ci, ai) = j, i
+    slack = _TOLERANCE * max(1.0, abs(ci))
+    return (aj > ai + _TOLERANCE and cj <= ci + slack) or (aj >= ai - _TOLERANCE and cj < ci - slack)
 
 
 def beaten_by(points: Sequence[tuple[float, float]]) -> list[int | None]:
-    """For each (cost, accuracy): the index of the cheapest point with higher accuracy at lower or equal cost
-    (the most accurate of those on a tie), None where no point is (the point is on the frontier)."""
+    """For each (cost, accuracy): the index of the cheapest point that beats it (``_beats``; the most accurate
+    of those on a tie), None where none does (the point is on the frontier)."""
     out: list[int | None] = []
-    for cost, accuracy in points:
-        better = [i for i, (c, a) in enumerate(points) if a > accuracy + _TOLERANCE and c <= cost]
-        out.append(min(better, key=lambda i: (points[i][0], -points[i][1]), default=None))
+    for point in points:
+        better = [j for j, other in enumerate(points) if _beats(other, point)]
+        out.append(min(better, key=lambda j: (points[j][0], -points[j][1]), default=None))
     return out
 
 
 def dominated(points: Sequence[tuple[float, float]]) -> list[bool]:
-    """For each (cost, accuracy): whether another point has higher accuracy at lower or equal cost."""
+    """For each (cost, accuracy): whether another point beats it (more accurate at a cost no higher, or as
+    accurate for less)."""
     return [b is not None for b in beaten_by(points)]
 
 

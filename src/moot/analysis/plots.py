@@ -194,7 +194,7 @@ def frontier_plot(report: Report) -> Plot | None:
     """Accuracy against tokens used per question (left) and calls per question (right): every condition (with
     its interval, as ``accuracy_plot``), the vote@k curve of the run's pool (``TaskReport.vote_pool``, k = 1..K)
     and each measure's frontier (``moot.analysis.frontier``): the points, conditions and vote@k alike, that no
-    other point of the task beats with higher accuracy at lower or equal cost (a dashed line through them;
+    other point of the task beats, more accurate at a cost no higher or as accurate for less (a dashed line through them;
     conditions on it ringed). None where no task scored by accuracy has a pool."""
     from matplotlib.figure import Figure
 

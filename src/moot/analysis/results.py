@@ -522,7 +522,8 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
         "",
         'Frontier: "yes" where no other condition'
         + (f" and no vote of k of {t.pool.condition}'s answers (vote@k)" if t.pool is not None else "")
-        + " is more accurate for as many tokens per question or fewer; else the cheapest that is.",
+        + " is more accurate for as many tokens per question or fewer, nor as accurate for fewer; else the "
+        "cheapest that is.",
     ]
     if seeds > 1:
         lines += [

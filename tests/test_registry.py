@@ -206,6 +206,7 @@ FIELD_VALUES: dict[str, tuple[str, Any, Any]] = {
     "aggregation": ("confidence-weighted", "majority", "majority"),
     "tie_rule": ("society", "random", "random"),
     "instruction": ("society", "none", "none"),
+    "peer_view": ("society", "reasoning:64", "reasoning:64"),
 }
 
 
@@ -218,6 +219,7 @@ def _held(spec: ProtocolSpec, field: str) -> Any:
         "retain_fraction": lambda: spec.retention.fraction,
         "tie_rule": lambda: spec.tie_rule,
         "instruction": lambda: spec.instruction,
+        "peer_view": lambda: spec.peer_view,
         "cues": lambda: spec.extra_cues,
     }.get(field, lambda: getattr(spec, field).kind)()
 

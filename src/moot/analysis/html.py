@@ -157,11 +157,12 @@ TRANSCRIPT = """<details class="transcript {{ 'right' if t.correct else 'wrong' 
 {% if turn.correct %}<span class="ok">✓</span>{% else %}<span class="bad">✗</span>{% endif %}
 {% if turn.confidence is not none %} · confidence {{ fixed(turn.confidence, 2) }}{% endif %}
 {% if turn.anll is not none %} · ANLL {{ fixed(turn.anll, 3) }}{% endif %}{% if turn.perplexity is not none %} · perplexity {{ fixed(turn.perplexity, 2) }}{% endif %}
-· {{ turn.finish_reason }} · {{ turn.prompt_tokens }} + {{ turn.completion_tokens }} tokens</div>
+· {{ turn.finish_reason }} · {{ turn.prompt_tokens }} + {{ turn.completion_tokens }} tokens{% if turn.reasoning_tokens is not none %} ({{ turn.reasoning_tokens }} reasoning){% endif %}{% if turn.reasoning_only %} · <span class="bad">no content after reasoning</span>{% endif %}</div>
 <details class="shown"><summary>shown this round: {{ turn.shown_new|length }} message{{ 's' if turn.shown_new|length != 1 }}{% if turn.shown|length != turn.shown_new|length %} (context {{ turn.shown|length }}){% endif %}</summary>
 {% for role, content in turn.shown_new %}<div class="msg"><span class="role">{{ role }}</span><pre>{{ content }}</pre></div>{% endfor %}
 </details>
 {% if turn.retained is not none %}<div class="retained"><span class="role">retained</span> {{ turn.retained }}</div>{% endif %}
+{% if turn.reasoning is not none %}<details class="reasoning"><summary>reasoning</summary><pre>{{ turn.reasoning }}</pre></details>{% endif %}
 <pre class="reply">{{ turn.text }}</pre>
 </div>
 {% endfor %}

@@ -81,6 +81,9 @@ class ReplyCounts:
     confidence_missing: int | None
     rulings: int = 0  # judges' and moderators' verdicts (Liang's per round and final; a stopping judge's)
     rulings_unreadable: int = 0  # of those, the ones no reader could read (after the repair call, if any)
+    reasoned: int = 0  # replies with a reasoning model's reasoning, read apart from their content
+    reasoning_tokens: int = 0  # their reasoning's tokens (where the server counted them)
+    reasoning_only: int = 0  # replies that reasoned and gave no content (unparsed; truncated ones among them)
 
     @property
     def confidence_text(self) -> str:

@@ -50,6 +50,9 @@ def reply_counts(turns: Iterable[TurnView], confidence_asked: bool, rulings: tup
         confidence_missing=sum(t.confidence is None for t in listed) if confidence_asked else None,
         rulings=rulings[0],
         rulings_unreadable=rulings[1],
+        reasoned=sum(t.reasoned for t in listed),
+        reasoning_tokens=sum(t.reasoning_tokens or 0 for t in listed),
+        reasoning_only=sum(t.reasoning_only for t in listed),
     )
 
 

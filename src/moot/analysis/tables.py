@@ -243,19 +243,36 @@ REPLIES_COLUMNS: tuple[Column[ReplyCounts], ...] = (
 )
 
 
+REASONING_COLUMNS: tuple[Column[ReplyCounts], ...] = (
+    Column("with reasoning", lambda r: f"{r.reasoned:,}"),
+    Column("reasoning tokens", lambda r: f"{r.reasoning_tokens:,}"),
+    Column("no content after reasoning", lambda r: f"{r.reasoning_only:,}"),
+)
+
+
 def replies_table(task: TaskReport) -> Table:
-    """The agents' replies per condition: unparsed, truncated by the token limit, confidence missing."""
+    """The agents' replies per condition: unparsed, truncated by the token limit, confidence missing; and,
+    where a reasoning model replied, its reasoning (shown only then, so other reports keep their columns)."""
+    reasoning = any(c.replies is not None and c.replies.reasoned for c in task.conditions)
+    note = (
+        " With reasoning: replies whose reasoning was read apart from their content (a reasoning_content field "
+        "or a <think> block); reasoning tokens: theirs, part of the completion tokens (as servers bill them); "
+        "no content after reasoning: the reasoning never closed (the token limit inside it: also truncated) or "
+        "nothing followed it, so the reply is unparsed: its answer is never read from the reasoning."
+        if reasoning
+        else ""
+    )
     return table(
         "replies",
         "Agents' replies: unparsed, truncated, confidence missing; unreadable rulings",
-        owned(CONDITION, REPLIES_COLUMNS),
+        owned(CONDITION, REPLIES_COLUMNS + (REASONING_COLUMNS if reasoning else ())),
         parts(task.conditions, lambda c: c.replies),
         "Replies of every agent in every round. Truncated: cut off by the token limit (finish reason "
         '"length"); its answer may be incomplete. Confidence missing: no readable confidence where the '
         "protocol asks for one (— where it does not); the confidence-weighted vote gives it weight 0. Rulings "
         "unreadable: judges' and moderators' verdicts (after their repair call) that no reader of JSON-like "
         "rulings reads (strict JSON, JSON with LaTeX backslashes, Python literals); such a ruling has no "
-        "answer and no confidence (— where the protocol has no judge).",
+        "answer and no confidence (— where the protocol has no judge)." + note,
     )
 
 

@@ -67,6 +67,10 @@ class TurnView:
     nll: float | None = None  # uncertainty of the reply from its log-probabilities, where they were asked
     anll: float | None = None
     perplexity: float | None = None
+    reasoning: str | None = None  # a reasoning model's reasoning, apart from ``text`` (its content)
+    reasoning_tokens: int | None = None
+    reasoned: bool = False  # the reply had reasoning (kept when a lean view drops its text)
+    reasoning_only: bool = False  # it reasoned and gave no content: unparsed, never read from the reasoning
 
     @property
     def truncated(self) -> bool:
@@ -208,6 +212,10 @@ def _turn_view(turn: Turn, before: Messages | None, retained: str | None, lean: 
         nll=turn.nll,
         anll=turn.anll,
         perplexity=turn.perplexity,
+        reasoning=None if lean else turn.reasoning,
+        reasoning_tokens=turn.reasoning_tokens,
+        reasoned=turn.reasoning is not None,
+        reasoning_only=turn.reasoning_only,
     )
 
 

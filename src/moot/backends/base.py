@@ -6,8 +6,8 @@ re-exported here for the modules that import it from the interface.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from moot.backends.config import BackendConfig as BackendConfig
 
@@ -41,12 +41,26 @@ class GenerationRequest:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     logprobs: bool = False
+    reasoning_effort: str | None = None  # a reasoning model's effort ("low", "medium", "high"), as servers take it
+    thinking: bool | None = None  # a thinking model's thinking on or off (chat_template_kwargs.enable_thinking)
 
     def __post_init__(self) -> None:
         if self.n < 1:
             raise ValueError(f"n must be >= 1, got {self.n}")
         if not self.messages:
             raise ValueError("a request needs at least one message")
+
+    def payload(self) -> dict[str, Any]:
+        """The request as plain data: what its call key hashes and its store row holds. A reasoning setting
+        left unset is left out, so that every request stored before moot had them keeps its key."""
+        data = asdict(self)
+        for name in _UNSET_WHEN_NONE:
+            if data[name] is None:
+                del data[name]
+        return data
+
+
+_UNSET_WHEN_NONE = ("reasoning_effort", "thinking")
 
 
 @dataclass(frozen=True)
@@ -61,8 +75,11 @@ class TokenLogprob:
 class Sample:
     """One generated completion of a request.
 
-    ``endpoint`` is the server that answered it (an ``openai`` backend's endpoint: its URL, credentials
-    masked); None for the other backends and for samples stored before moot recorded it."""
+    ``text`` is the reply's content; ``reasoning`` its reasoning, read apart (moot.backends.reasoning; None
+    when it has none), and ``reasoning_tokens`` how many of ``completion_tokens`` the reasoning took (as the
+    server reports it, else counted by its tokenizer; None when unknown). ``endpoint`` is the server that
+    answered it (an ``openai`` backend's endpoint: its URL, credentials masked); None for the other backends
+    and for samples stored before moot recorded it."""
 
     text: str
     finish_reason: str
@@ -71,6 +88,8 @@ class Sample:
     latency_s: float
     logprobs: tuple[TokenLogprob, ...] | None = None
     endpoint: str | None = None
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +106,11 @@ class Reply:
     @property
     def completion_tokens(self) -> int:
         return sum(s.completion_tokens for s in self.samples)
+
+    @property
+    def reasoning_tokens(self) -> int:
+        """Of ``completion_tokens``, those of reasoning (0 where none or unknown)."""
+        return sum(s.reasoning_tokens or 0 for s in self.samples)
 
 
 @runtime_checkable

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
 from moot.backends.local import sample_seed
 from moot.backends.model_thread import ModelThread
+from moot.backends.reasoning import split_reasoning
 from moot.errors import BackendError
 from moot.hf import Dtype, LoadedModel, load_model
 
@@ -165,13 +166,19 @@ def _sample(loaded: LoadedModel, request: GenerationRequest, prompt: list[int], 
     logprobs = None
     if request.logprobs:
         logprobs = _logprobs(tokenizer, out.logits, generated)
+    split = split_reasoning(text if cut is None else text[:cut])
+    reasoning_tokens = None
+    if split.reasoning is not None:
+        reasoning_tokens = len(tokenizer.encode(split.reasoning, add_special_tokens=False))
     return Sample(
-        text=text if cut is None else text[:cut],
+        text=split.content,
         finish_reason=finish,
         prompt_tokens=len(prompt),
         completion_tokens=len(generated),
         latency_s=latency,
         logprobs=logprobs,
+        reasoning=split.reasoning,
+        reasoning_tokens=reasoning_tokens,
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
 from moot.backends.model_thread import ModelThread
+from moot.backends.reasoning import split_reasoning
 from moot.errors import BackendError, ConfigError
 from moot.seeds import derive_seed
 
@@ -127,14 +128,20 @@ class LocalBackend:
                 raise BackendError(f"llama.cpp rejected the request: {exc}") from None
             latency = time.perf_counter() - start
             choice = out["choices"][0]
+            split = split_reasoning(choice["message"]["content"] or "")
+            reasoning_tokens = None
+            if split.reasoning is not None:
+                reasoning_tokens = len(llm.tokenize(split.reasoning.encode(), add_bos=False, special=False))
             samples.append(
                 Sample(
-                    text=choice["message"]["content"] or "",
+                    text=split.content,
                     finish_reason=choice.get("finish_reason") or "unknown",
                     prompt_tokens=out["usage"]["prompt_tokens"],
                     completion_tokens=out["usage"]["completion_tokens"],
                     latency_s=latency,
                     logprobs=_logprobs(choice) if request.logprobs else None,
+                    reasoning=split.reasoning,
+                    reasoning_tokens=reasoning_tokens,
                 )
             )
         return Reply(samples=tuple(samples), model=self._model_id)

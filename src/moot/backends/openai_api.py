@@ -52,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.local import sample_seed
+from moot.backends.reasoning import split_reasoning
 from moot.errors import BackendError, ConfigError
 from moot.redact import redact, redact_secrets, register_secret, register_url_secrets
 
@@ -83,6 +84,8 @@ class _Logprobs(_Strict):
 
 class _Message(_Strict):
     content: str | None = None
+    reasoning_content: str | None = None  # vLLM, SGLang, llama-server (--reasoning-format), DeepSeek
+    reasoning: str | None = None  # vLLM's newer name, OpenRouter
 
 
 class _Choice(_Strict):
@@ -91,9 +94,14 @@ class _Choice(_Strict):
     logprobs: _Logprobs | None = None
 
 
+class _Details(_Strict):
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+
+
 class _Usage(_Strict):
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
+    completion_tokens_details: _Details | None = None
 
 
 class _Completion(_Strict):
@@ -136,6 +144,7 @@ class _Endpoint:
     url: str  # credentials masked: what messages, the model id and the store show
     client: Any  # openai.AsyncOpenAI
     props_url: str  # where llama-server says how many slots it has
+    tokenize_url: str  # where llama-server and vLLM tokenize a text
     limit: int  # requests in flight at most
     in_flight: int = 0
     failures: int = 0  # cool-downs since its last answer: the next one lasts twice as long
@@ -176,7 +185,8 @@ class OpenAIBackend:
                 timeout=config.timeout_s,
                 max_retries=0,  # retried here, malformed replies too, within one bound
             )
-            self._endpoints.append(_Endpoint(redact(url), client, _props_url(parts), config.max_concurrency))
+            props, tokenize = _root_url(parts, "props"), _root_url(parts, "tokenize")
+            self._endpoints.append(_Endpoint(redact(url), client, props, tokenize, config.max_concurrency))
         self.base_url = ", ".join(e.url for e in self._endpoints)  # what messages about the backend show
         self._model = config.model
         self._sized_by_server = "max_concurrency" not in config.model_fields_set  # a given limit always wins
@@ -189,6 +199,7 @@ class OpenAIBackend:
         self._pace = asyncio.Lock()
         self._waiters: list[asyncio.Future[None]] = []  # requests waiting for an endpoint, first come first
         self._model_lock = asyncio.Lock()
+        self._tokenize: bool | None = None  # whether the server shows its tokens (/tokenize); None: not yet asked
 
     @property
     def model_id(self) -> str:
@@ -317,13 +328,20 @@ class OpenAIBackend:
             params["stop"] = list(request.stop)
         if request.logprobs:
             params["logprobs"] = True
+        if request.reasoning_effort is not None:
+            params["reasoning_effort"] = request.reasoning_effort
+        if request.thinking is not None:
+            params["extra_body"] = {"chat_template_kwargs": {"enable_thinking": request.thinking}}
         return params
 
     async def _sample(
         self, model: str, request: GenerationRequest, index: int, extra: dict[str, Any] | None = None
     ) -> Sample:
-        """Sample ``index`` of ``request``; ``extra`` adds fields to its body (a managed server's slot)."""
-        params = self._params(model, request, index) | (extra or {})
+        """Sample ``index`` of ``request``; ``extra`` adds fields to its body (a managed server's slot), its
+        ``extra_body`` merged with the request's own."""
+        params = self._params(model, request, index)
+        for name, value in (extra or {}).items():
+            params[name] = params.get(name, {}) | value if name == "extra_body" else value
 
         def send(client: Any) -> Awaitable[Any]:
             return client.chat.completions.with_raw_response.create(**params)
@@ -331,7 +349,8 @@ class OpenAIBackend:
         def read(raw: Any, endpoint: _Endpoint) -> tuple[_Choice, _Usage | None, str]:
             completion = self._validated(raw, _Completion, endpoint.url)
             choice = completion.choices[0]
-            if choice.message.content is None:
+            message = choice.message
+            if message.content is None and not (message.reasoning_content or message.reasoning):
                 raise _Failure(f"{endpoint.url} returned a reply without message content (null)", retry=True)
             if request.logprobs and (choice.logprobs is None or choice.logprobs.content is None):
                 raise _Failure(
@@ -345,16 +364,58 @@ class OpenAIBackend:
         if request.logprobs:
             assert choice.logprobs is not None and choice.logprobs.content is not None
             logprobs = tuple(TokenLogprob(token=t.token, logprob=float(t.logprob)) for t in choice.logprobs.content)
-        assert choice.message.content is not None
+        message = choice.message
+        split = split_reasoning(message.content or "", message.reasoning_content or message.reasoning)
+        reasoning = redact_secrets(split.reasoning) if split.reasoning is not None else None
+        details = usage.completion_tokens_details if usage else None
+        reasoning_tokens = details.reasoning_tokens if details else None
+        if reasoning is not None and reasoning_tokens is None:
+            reasoning_tokens = await self.count_tokens(reasoning)
         return Sample(
-            text=redact_secrets(choice.message.content),
+            text=redact_secrets(split.content),
             finish_reason=choice.finish_reason or "unknown",
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             latency_s=latency,
             logprobs=logprobs,
             endpoint=url,
+            reasoning=reasoning,
+            reasoning_tokens=reasoning_tokens,
         )
+
+    async def count_tokens(self, text: str) -> int | None:
+        """How many tokens ``text`` is for the served model (its server's ``/tokenize``); None when unknown."""
+        tokenized = await self._tokenized(text)
+        return tokenized[0] if tokenized is not None else None
+
+    async def token_pieces(self, text: str) -> list[str] | None:
+        """``text`` as the served model's tokens, each as text (llama-server's pieces, which rebuild the text);
+        None when the server does not show them so (vLLM's token strings are its vocabulary's, not text)."""
+        tokenized = await self._tokenized(text)
+        pieces = tokenized[1] if tokenized is not None else None
+        return pieces if pieces is not None and "".join(pieces) == text else None
+
+    async def _tokenized(self, text: str) -> tuple[int, list[str] | None] | None:
+        """``text``'s token count and pieces from the first endpoint's ``/tokenize`` (llama-server's and
+        vLLM's); None where the server has none or answers otherwise, and then it is not asked again."""
+        if self._tokenize is False:
+            return None
+        endpoint = self._endpoints[0]
+        body: dict[str, Any] = {"content": text, "with_pieces": True, "prompt": text, "add_special_tokens": False}
+        if self._model:
+            body["model"] = self._model
+
+        async def post(client: Any) -> Any:
+            timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
+            return await client.post(endpoint.tokenize_url, body=body, cast_to=str, options={"timeout": timeout})
+
+        try:
+            tokenized = _tokens(json.loads(await self._send(post, endpoint)))
+        except (_Failure, ValueError, TypeError):
+            tokenized = None
+        if self._tokenize is None:
+            self._tokenize = tokenized is not None
+        return tokenized
 
     async def _attempts(
         self,
@@ -565,10 +626,24 @@ def _list_models(client: Any) -> Awaitable[Any]:
     return client.models.with_raw_response.list()
 
 
-def _props_url(parts: SplitResult) -> str:
-    """llama-server's ``/props``: beside the API, at the base URL without its trailing /v1."""
+def _root_url(parts: SplitResult, name: str) -> str:
+    """A server's own endpoint beside the API (llama-server's ``/props``, its and vLLM's ``/tokenize``): at
+    the base URL without its trailing /v1."""
     root = parts.path.rstrip("/").removesuffix("/v1")
-    return urlunsplit(parts._replace(path=root + "/props", query="", fragment=""))
+    return urlunsplit(parts._replace(path=f"{root}/{name}", query="", fragment=""))
+
+
+def _tokens(data: Any) -> tuple[int, list[str] | None] | None:
+    """The token count and pieces of a ``/tokenize`` answer: llama-server's ``tokens`` of ``{id, piece}``
+    (``with_pieces``), vLLM's ``tokens`` of ids (no pieces); None for any other answer."""
+    tokens = data.get("tokens") if isinstance(data, dict) else None
+    if not isinstance(tokens, list):
+        return None
+    if all(isinstance(t, dict) and isinstance(t.get("piece"), str) for t in tokens):
+        return len(tokens), [t["piece"] for t in tokens]
+    if all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+        return len(tokens), None
+    return None
 
 
 def _retry_after(headers: Any) -> float | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
+from moot.backends.reasoning import split_reasoning
 from moot.errors import BackendError, ConfigError
 
 
@@ -82,7 +83,21 @@ class ScriptedBackend:
                 text, words, finish = text[: last.end()], words[: request.max_tokens], "length"
             prompt_tokens = sum(len(m.content.split()) for m in request.messages)
             logprobs = tuple(TokenLogprob(w, -0.1 * len(w)) for w in words) if request.logprobs else None
-            samples.append(Sample(text, finish, prompt_tokens, len(words), 0.0, logprobs))
+            split = split_reasoning(text)  # a scripted reply may think, as a reasoning model's does
+            reasoning_tokens = len(split.reasoning.split()) if split.reasoning is not None else None
+            samples.append(
+                Sample(
+                    split.content,
+                    finish,
+                    prompt_tokens,
+                    len(words),
+                    0.0,
+                    logprobs,
+                    None,
+                    split.reasoning,
+                    reasoning_tokens,
+                )
+            )
         return Reply(samples=tuple(samples), model=self._model)
 
     def _next(self, request: GenerationRequest, index: int) -> Script:

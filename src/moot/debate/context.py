@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from moot.backends.base import GenerationRequest, Message
 from moot.calls import Caller
 from moot.debate.agents import Agent
+from moot.debate.peer_view import peer_text
 from moot.debate.records import RoundRecord, Turn
 from moot.debate.uncertainty import uncertainty
 from moot.seeds import derive_seed
@@ -71,6 +72,8 @@ class Debate:
             max_tokens=sampling.max_tokens,
             seed=seed,
             logprobs=self.protocol.needs_logprobs,
+            reasoning_effort=sampling.reasoning_effort,
+            thinking=sampling.thinking,
         )
         reply = await self.caller.call(agent.backend, request, agent=agent.name, round=round_index)
         sample = reply.samples[0]
@@ -97,6 +100,9 @@ class Debate:
             nll=measured.nll if measured else None,
             anll=measured.anll if measured else None,
             perplexity=measured.perplexity if measured else None,
+            reasoning=sample.reasoning,
+            reasoning_tokens=sample.reasoning_tokens,
+            seen=await peer_text(self.protocol.peer_view, sample.text, sample.reasoning, agent.backend),
         )
 
     async def ask(self, name: str, messages: Sequence[Message], round_index: int, step: int = 0) -> HelperReply:
@@ -110,6 +116,8 @@ class Debate:
             top_p=sampling.top_p,
             max_tokens=sampling.max_tokens,
             seed=derive_seed(self.seed, self.question.id, name, round_index, step),
+            reasoning_effort=sampling.reasoning_effort,
+            thinking=sampling.thinking,
         )
         reply = await self.caller.call(self.helper.backend, request, agent=name, round=round_index)
         sample = reply.samples[0]

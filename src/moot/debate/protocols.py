@@ -26,6 +26,7 @@ from moot.debate.components.rendering import Rendering
 from moot.debate.components.retention import Retention
 from moot.debate.components.stopping import Stopping
 from moot.debate.components.topology import Topology
+from moot.debate.peer_view import CONTENT, FULL, PeerView
 from moot.debate.registry import Component, Unregistered, parse, rule
 from moot.debate.schedules import SLOTS, Schedule
 from moot.errors import ConfigError, unknown_name
@@ -130,6 +131,11 @@ class ProtocolSpec(BaseModel):
         "prompt; Liang's debaters get it before their meta prompt), so compared arms are instructed alike; "
         "none: no task instruction (Du et al.'s and Choi et al.'s code send no system message)",
     )
+    peer_view: PeerView = Field(
+        default="content",
+        description="what of a reasoning model's reply is shown again, to peers and in its own next prompt: "
+        "content (the answer part), full (reasoning and content), or reasoning:N (the reasoning cut to N tokens)",
+    )
     reference: str = ""
     fixed_agents: bool = Field(default=False, exclude=True)
     fixed_rounds: bool = Field(default=False, exclude=True)
@@ -200,13 +206,16 @@ class ProtocolSpec(BaseModel):
 
     @model_serializer(mode="wrap")
     def _cues_when_given(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """``cues`` is dumped under its own name and left out while empty, so that every condition stored
-        before it existed keeps its JSON and fingerprint (``results_fingerprint``) and resumes."""
+        """``cues`` is dumped under its own name and left out while empty, and ``peer_view`` while it is the
+        default, so that every condition stored before they existed keeps its JSON and fingerprint
+        (``results_fingerprint``) and resumes."""
         data = handler(self)
         if isinstance(data, dict):
             cues = data.pop("extra_cues", data.pop("cues", ()))
             if cues:
                 data["cues"] = cues
+            if data.get("peer_view") == CONTENT:
+                del data["peer_view"]
         return data
 
     def components(self) -> list[Component]:
@@ -279,6 +288,10 @@ class ProtocolSpec(BaseModel):
             "judge = { sampling = {...} } sets its own"
             if self.needs_judge
             else "no helper",
+            "peer view": {
+                CONTENT: "a reasoning model's content (its answer part); its reasoning is not shown again",
+                FULL: "a reasoning model's reasoning and content",
+            }.get(self.peer_view, f"a reasoning model's content, its reasoning cut to {self.peer_view[10:]} tokens"),
             "model calls per round": self.calls_per_round(),
             "reference": self.reference,
         }

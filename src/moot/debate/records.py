@@ -75,6 +75,20 @@ class Turn:
     nll: float | None = None  # of the generated tokens, when log-probabilities were asked
     anll: float | None = None  # average per token: DAR's uncertainty cue
     perplexity: float | None = None
+    reasoning: str | None = None  # the reply's reasoning, read apart from ``text`` (its content)
+    reasoning_tokens: int | None = None  # of completion_tokens; None when unknown or no reasoning
+    seen: str | None = None  # what the protocol's peer_view shows again of the reply; None: ``text``
+
+    @property
+    def peer_text(self) -> str:
+        """The reply as it is shown again, to peers and in the agent's own next prompt (``peer_view``)."""
+        return self.text if self.seen is None else self.seen
+
+    @property
+    def reasoning_only(self) -> bool:
+        """The reply reasoned but gave no content (its block never closed, or nothing followed it): unparsed,
+        its answer never read from the reasoning."""
+        return self.reasoning is not None and not self.text.strip()
 
     @property
     def truncated(self) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from moot.backends.base import Backend, GenerationRequest, Reply
 from moot.calls import Caller, Usage
@@ -24,7 +24,7 @@ def call_key(backend: Backend, request: GenerationRequest, agent: str, scope: st
     payload = {
         "backend": backend.name,
         "model": backend.model_id,
-        "request": asdict(request),
+        "request": request.payload(),
         "agent": agent,
         "samples": list(range(request.n)),
         "scope": scope,

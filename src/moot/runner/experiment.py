@@ -40,6 +40,7 @@ from moot.runner.config import (
     task_of,
 )
 from moot.runner.evaluate import build_agents, check_agents, request_widths
+from moot.runner.shards import Shard, members, shard_output
 from moot.runner.store import RunStore, StoreError, StoreLock
 from moot.runner.summary import summary_json
 from moot.tasks import MetricContext, Question, Task
@@ -89,6 +90,15 @@ def default_output(config: ExperimentConfig) -> Path:
     """runs/<name>-<hash of what results depend on>.sqlite: the same experiment finds its store again."""
     digest = experiment_hash(config)[:10]
     return RUNS / f"{config.name}-{digest}.sqlite"
+
+
+def store_path(config: ExperimentConfig, output: Path | None = None, shard: Shard | None = None) -> Path:
+    """The run's store: ``output`` as given; else the experiment's ``output`` or its default path, a shard's
+    with ``.shard-I-of-N`` before the suffix (``moot.runner.shards.shard_output``)."""
+    if output is not None:
+        return output
+    path = config.output or default_output(config)
+    return shard_output(path, shard) if shard is not None else path
 
 
 def _creates_folder(path: Path) -> bool:
@@ -153,9 +163,10 @@ def round0_sharing(conditions: tuple[ResolvedCondition, ...], share: bool) -> di
 class Experiment:
     """An experiment bound to its store. Use ``await Experiment.open(...)`` then ``await run()``."""
 
-    def __init__(self, config: ExperimentConfig, output: Path):
+    def __init__(self, config: ExperimentConfig, output: Path, shard: Shard | None = None):
         self.config = config
         self.output = output
+        self.shard = shard  # None: the whole run; else only this shard's questions (moot.runner.shards)
         check_output(output)
         self.conditions = resolve(config)
         self.fingerprint = results_fingerprint(config, self.conditions)
@@ -173,6 +184,12 @@ class Experiment:
             self.questions = {
                 i: select_questions(self.tasks[i], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)
             }
+            # a shard's (task index, question id) pairs; None: every question
+            self.members = (
+                members(shard, [[q.id for q in self.questions[i]] for i in range(len(config.tasks))])
+                if shard is not None
+                else None
+            )
         except BaseException:
             self.close()
             raise
@@ -199,7 +216,26 @@ class Experiment:
                 f"{self.output} holds a run of a different experiment (conditions, tasks, seeds or agents "
                 "differ); choose another output path"
             )
+        try:
+            stored = Shard.from_meta(store.meta().get("shard"))
+            if stored != self.shard:
+                raise ConfigError(self._other_shard(stored))
+        except BaseException:
+            store.close()
+            raise
         return store
+
+    def _other_shard(self, stored: Shard | None) -> str:
+        """Why this store is not this run's: it holds another shard, or the whole run, of this experiment."""
+        if stored is None:
+            return (
+                f"{self.output} holds the whole run of this experiment, not shard {self.shard}; run it without "
+                "--shard, or give the shard another output path"
+            )
+        hint = f"resume it with --shard {stored}"
+        if self.shard is None:
+            return f"{self.output} holds shard {stored} of this experiment, not the whole run; {hint}"
+        return f"{self.output} holds shard {stored} of this experiment, not shard {self.shard}; {hint}"
 
     def _open_sources(self) -> tuple[tuple[RunStore, ...], tuple[Path, ...]]:
         """The stores named by ``calls_from``, opened read-only (a file that is not a moot store is refused
@@ -235,17 +271,22 @@ class Experiment:
             "instructions": {task.name: task.system_prompt for task in self.tasks.values()},
             "status": "created",
         }
+        if self.shard is not None:  # what `moot merge` checks: this store holds shard I of N, and only it
+            meta["shard"] = self.shard.meta()
         if _creates_folder(self.output):
             self.output.parent.mkdir(exist_ok=True)  # the one folder moot creates: never its parents
         conditions = {c.name: c.model_dump(mode="json") for c in self.conditions}
         return RunStore.create(self.output, meta, conditions, lock=self._lock)
 
     def units(self) -> Iterator[Unit]:
-        """Question-major order, so that conditions sharing round 0 ask for it at about the same time."""
+        """Question-major order, so that conditions sharing round 0 ask for it at about the same time. A
+        shard's: only its questions, each whole (every seed and condition), in the same order."""
         for i in range(len(self.config.tasks)):
             task = self.tasks[i]
             for seed in self.config.seeds:
                 for question in self.questions[i]:
+                    if self.members is not None and (i, question.id) not in self.members:
+                        continue
                     for condition in self.conditions:
                         yield Unit(condition, task, question, seed)
 
@@ -301,7 +342,10 @@ class Experiment:
                 raise
         for i, selection in enumerate(self.config.tasks):
             self.store.add_questions(selection.name, self.questions[i])
-        self.store.start_session({"use_cache": options.use_cache, "retry_errors": options.retry_errors})
+        session: dict[str, Any] = {"use_cache": options.use_cache, "retry_errors": options.retry_errors}
+        if self.shard is not None:  # kept by `moot merge`: each merged session says which shard it ran
+            session["shard"] = str(self.shard)
+        self.store.start_session(session)
         cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0, sources=self.sources)
         self.cache = cache
         status = "interrupted"
@@ -426,9 +470,14 @@ class Experiment:
 
 
 async def run_experiment(
-    config: ExperimentConfig, output: Path | None = None, options: RunOptions = RunOptions(), **callbacks: Any
+    config: ExperimentConfig,
+    output: Path | None = None,
+    options: RunOptions = RunOptions(),
+    shard: Shard | None = None,
+    **callbacks: Any,
 ) -> RunOutcome:
-    experiment = Experiment(config, output or config.output or default_output(config))
+    """Run ``config`` (only ``shard``'s questions, when given) into ``output`` or its default store."""
+    experiment = Experiment(config, store_path(config, output, shard), shard)
     try:
         return await experiment.run(options, **callbacks)
     finally:

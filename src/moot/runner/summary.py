@@ -172,6 +172,9 @@ class ConditionSummary:
     truncated: int = 0  # of them, cut off by the token limit (finish reason "length")
     confidence_missing: int | None = None  # replies without a stated confidence, where the protocol asks one
     confidence_replies: int = 0  # the replies of the conditions that ask for a confidence
+    reasoned: int = 0  # replies with a reasoning model's reasoning, read apart from their content
+    reasoning_tokens: int = 0  # their reasoning tokens (of the agents' completion tokens, where counted)
+    reasoning_only: int = 0  # replies that reasoned and gave no content: unparsed
 
     @property
     def accuracy(self) -> float:
@@ -205,6 +208,9 @@ def _summary(
         truncated=sum(t.truncated for _, t in turns),
         confidence_missing=sum(t.confidence is None for t in stating) if stating else None,
         confidence_replies=len(stating),
+        reasoned=sum(t.reasoning is not None for _, t in turns),
+        reasoning_tokens=sum(t.reasoning_tokens or 0 for _, t in turns),
+        reasoning_only=sum(t.reasoning_only for _, t in turns),
     )
 
 

@@ -4,7 +4,8 @@
 ``get_task(name, data="hub")`` reads the Hugging Face hub instead, and
 ``get_task(name, data=PATH)`` (or ``load_local(task, PATH)``) a local JSONL or CSV file
 in the task's schema. Parametrised names: ``mmlu:<subject>[,<subject>...]``,
-``hh-rlhf:<subset>`` (e.g. harmless-base), ``chess-move:<depth>``.
+``hh-rlhf:<subset>`` (e.g. harmless-base), ``chess-move:<depth>``, ``gsm8k:math-verify`` (GSM8K graded
+by the MATH task's grader: symbolic equivalence with math-verify).
 """
 
 from __future__ import annotations
@@ -31,15 +32,18 @@ from moot.tasks.biographies import BiographiesTask
 from moot.tasks.chess_tasks import ChessMoveTask, ChessValidityTask
 from moot.tasks.csqa import CommonsenseQATask
 from moot.tasks.gpqa import GPQATask
-from moot.tasks.gsm8k import GSM8KTask
+from moot.tasks.gsm8k import GSM8KMathVerifyTask, GSM8KTask
 from moot.tasks.hellaswag import HellaSwagTask
 from moot.tasks.hh_rlhf import HHRLHFTask
+from moot.tasks.math_task import MathTask
+from moot.tasks.mathgrade import require_math_verify
 from moot.tasks.mmlu import PRESETS, MMLUTask
 from moot.tasks.quality import QualityTask
 
 TASKS: dict[str, Callable[[], Task]] = {
     "arithmetic": ArithmeticTask,
     "gsm8k": GSM8KTask,
+    "math": MathTask,
     "mmlu": MMLUTask,
     **{name: (lambda name=name: MMLUTask(PRESETS[name], name=name)) for name in PRESETS},  # type: ignore[misc]
     "csqa": CommonsenseQATask,
@@ -67,11 +71,19 @@ def _depth(argument: str) -> ChessMoveTask:
     return ChessMoveTask(depth=int(argument))
 
 
+def _gsm8k_grader(argument: str) -> GSM8KMathVerifyTask:
+    if argument != "math-verify":
+        raise ConfigError(f"gsm8k:<grader>: the grader is math-verify, got {argument[:40]!r}")
+    require_math_verify("gsm8k:math-verify")
+    return GSM8KMathVerifyTask()
+
+
 # name:argument -> a task built from the argument
 PARAMETRISED: dict[str, Callable[[str], Task]] = {
     "mmlu": lambda argument: MMLUTask([s.strip() for s in argument.split(",")]),
     "hh-rlhf": lambda argument: HHRLHFTask(subset=argument),
     "chess-move": _depth,
+    "gsm8k": _gsm8k_grader,
 }
 
 

@@ -13,6 +13,7 @@ _FORMS = {
     "mmlu": "mmlu:<subject>,...",
     "chess-move": "chess-move:<depth>",
     "hh-rlhf": "hh-rlhf:<subset>",
+    "gsm8k": "gsm8k:math-verify",
 }
 
 

@@ -1,59 +1,24 @@
-"""Answer extractors shared by tasks. Each returns a canonical string or None."""
+"""Answer extractors shared by tasks. Each returns a canonical string or None. Numbers are read as
+moot.tasks.numeric reads them (one normaliser per answer format, shared by the numeric tasks)."""
 
 from __future__ import annotations
 
 import re
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal
 
-# A number: an optional minus sign directly before the digits (only where it cannot be
-# a binary operator, i.e. not right after a word character or closing bracket, and not
-# a "- " list bullet), then digits with optional thousands separators, then an optional
-# decimal part. A trailing full stop is not a decimal point: digits must follow it.
-# "12,5" (a decimal comma or a list without spaces) is ambiguous and yields no number.
-_NUMBER = re.compile(
-    r"(?<![\w)\]}.])(?<!\d,)(?P<sign>[-\u2212])?"
-    r"(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?(?![\d,]*\d)"
-)
+from moot.tasks.numeric import PLAIN_NUMBER, canonical_number, plain_number, plain_numbers, whole_answer
+from moot.tasks.numeric import numbers_equal as numbers_equal  # at home in numeric, imported from here as ever
+
 _BOXED = re.compile(r"\\boxed\s*\{")
-# Choi et al.'s answer format: "{final answer: 123}" (any case, optional spaces)
-_FINAL_ANSWER = re.compile(r"\{\s*final\s+answer\s*:(?P<body>[^{}]*)\}", re.IGNORECASE)
-
-
-_EXPANSION = 64  # digits that an exponent ("1e60") may add to a number as written
-
-
-def canonical_number(text: str) -> str | None:
-    """'1,234' -> '1234', '-12.0' -> '-12', '0.50' -> '0.5'; None if not a number. Exact at any length
-    (a 5,000-digit number too); a number whose exponent would add more than 64 digits ("1e999999")
-    is not read as one."""
-    cleaned = text.replace(",", "").replace("\u2212", "-").replace(" ", "")
-    try:
-        value = Decimal(cleaned)
-    except InvalidOperation:
-        return None
-    if not value.is_finite():
-        return None
-    exponent = value.as_tuple().exponent
-    assert isinstance(exponent, int)  # a finite number's
-    if abs(exponent) > len(cleaned) + _EXPANSION:
-        return None
-    if value == 0:
-        return "0"
-    if value == value.to_integral_value():
-        return format(value.to_integral_value(), "f")  # no int(): Python converts at most 4,300 digits to text
-    digits = format(value, "f")  # exact, unlike normalize(), which rounds to the context's 28 digits
-    return digits.rstrip("0").rstrip(".") if "." in digits else digits
+# Choi et al.'s answer format: "{final answer: 123}" (any case, optional spaces; one level of braces
+# inside, as in "{final answer: \frac{1}{2}}")
+_FINAL_ANSWER = re.compile(r"\{\s*final\s+answer\s*:(?P<body>(?:[^{}]|\{[^{}]*\})*)\}", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
 
 
 def numbers_in(text: str) -> list[str]:
-    """All numbers stated in ``text``, canonical, in order."""
-    found = []
-    for m in _NUMBER.finditer(text):
-        sign = "-" if m.group("sign") else ""
-        number = canonical_number(sign + m.group("int") + (m.group("frac") or ""))
-        if number is not None:
-            found.append(number)
-    return found
+    """All numbers stated in running text, canonical, in order (``numeric.plain_numbers``)."""
+    return plain_numbers(text)
 
 
 def boxed_contents(text: str) -> list[str]:
@@ -73,14 +38,33 @@ def boxed_contents(text: str) -> list[str]:
 
 
 def final_answer_number(text: str) -> str | None:
-    """The number in the last "{final answer: N}" (Choi et al.'s format) that holds one, else None."""
+    """The number the last "{final answer: N}" (Choi et al.'s format) that holds a digit states
+    (``numeric.whole_answer``), else None."""
+    body = _final_answer_body(text)
+    return None if body is None else whole_answer(body)
+
+
+def _final_answer_body(text: str) -> str | None:
+    """The body of the last "{final answer: ...}" that holds a digit, else None."""
     for match in reversed(list(_FINAL_ANSWER.finditer(text))):
-        body = match.group("body").strip().strip("$").strip()
-        if (number := canonical_number(body)) is not None:
-            return number
-        if numbers := numbers_in(body):
-            return numbers[-1]
+        if _DIGIT.search(match.group("body")):
+            return match.group("body")
     return None
+
+
+def stated_answer(text: str) -> tuple[bool, str | None]:
+    """Whether a reply states its answer in a field, and the number it states there: its fields are the body
+    of its last "{final answer: ...}" (Choi et al.) that holds a digit, then the content of its last
+    \\boxed{} that holds one, and the first that is one number (``numeric.whole_answer``) is the answer. A
+    reply whose fields are none of them one number ("\\boxed{3 or 4}", "\\boxed{\\sqrt{2}}", "\\boxed{30 +
+    60}") states no number: it is unparsed, not read from a number inside them or after them."""
+    fields = [field for field in (_final_answer_body(text), _last_boxed(text)) if field is not None]
+    return bool(fields), next((number for field in fields if (number := whole_answer(field)) is not None), None)
+
+
+def _last_boxed(text: str) -> str | None:
+    """The content of the last \\boxed{} that holds a digit, else None."""
+    return next((content for content in reversed(boxed_contents(text)) if _DIGIT.search(content)), None)
 
 
 _BRACES = re.compile(r"\{(.*?)\}")  # every {...} within one line, the shortest first
@@ -120,33 +104,23 @@ def choi_choice(text: str) -> str | None:
 
 
 def last_number(text: str) -> str | None:
-    """The final stated number: in the last "{final answer: N}" (Choi et al.), else inside the last
-    \\boxed{} that holds one, else the last in the text."""
-    if (number := final_answer_number(text)) is not None:
+    """The final stated number: the number the reply's answer fields state (the last "{final answer: N}" of
+    Choi et al., else the last \\boxed{}; ``stated_answer``), else the last in the text."""
+    stated, number = stated_answer(text)
+    if stated:
         return number
-    for content in reversed(boxed_contents(text)):
-        if (number := canonical_number(content.strip().strip("$"))) is not None:
-            return number
-        if numbers := numbers_in(content):
-            return numbers[-1]
     numbers = numbers_in(text)
     return numbers[-1] if numbers else None
 
 
-def numbers_equal(a: str, b: str) -> bool:
-    """Numeric equality of two canonical numbers (exact decimal arithmetic)."""
-    try:
-        return Decimal(a) == Decimal(b)
-    except InvalidOperation:
-        return False
-
-
 # Wrappers a number may stand in: "$155$", "**155**", "\(155\)", "\boxed{155}", "\(\boxed{155}\)"
-_OPEN = r"(?:[\s*$]|\\[(\[]|\\boxed\s*\{)*"
-_CLOSE = r"(?:[\s*$}]|\\[)\]])*"
+# (possessive, "*+": a run of spaces is never split between a wrapper and what follows, which made a long
+# run take time cubic in its length)
+_OPEN = r"(?:[\s*$]|\\[(\[]|\\boxed\s*\{)*+"
+_CLOSE = r"(?:[\s*$}]|\\[)\]])*+"
 _REJECTS = r"(?:(?:and|but)\s+)?(?:not|rather\s+than|instead\s+of)"
 _ALONE = re.compile(rf"{_CLOSE}(?:\.?\s*$|[,;(])")  # after a number: the end (a full stop aside), or , ; (
-_REJECTION = re.compile(rf"{_CLOSE}[,;]?\s*\(?\s*(?i:{_REJECTS})\s+{_OPEN}[-\u2212]?\d")  # ", not 533"
+_REJECTION = re.compile(rf"{_CLOSE}[,;]?\s*\(?\s*(?i:{_REJECTS})\s{_OPEN}[-\u2212]?\d")  # ", not 533"
 
 
 def field_number(text: str) -> str | None:
@@ -164,16 +138,10 @@ def field_number(text: str) -> str | None:
        number.
     """
     start = re.match(_OPEN, text)
-    first = _NUMBER.match(text, start.end() if start else 0)
+    first = PLAIN_NUMBER.match(text, start.end() if start else 0)
     if first is not None and _ALONE.match(text, first.end()):
-        return _canonical(first)
-    for match in _NUMBER.finditer(text):
+        return plain_number(first)
+    for match in PLAIN_NUMBER.finditer(text):
         if _REJECTION.match(text, match.end()):
-            return _canonical(match)
+            return plain_number(match)
     return None
-
-
-def _canonical(match: re.Match[str]) -> str | None:
-    """A ``_NUMBER`` match as a canonical number."""
-    sign = "-" if match.group("sign") else ""
-    return canonical_number(sign + match.group("int") + (match.group("frac") or ""))

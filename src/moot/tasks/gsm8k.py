@@ -10,7 +10,8 @@ and debate wording are Du et al.'s (gsm/gen_gsm.py; the question ends with a spa
 the ``choi`` templates are Choi et al.'s (the bare problem, then "{final answer: 123}"). A reply's
 answer is the number in its last "{final answer: N}", else in its last \\boxed{}, else after its
 last "####", else after its last "the answer is" (the number directly after it), else its last
-number; equality is numeric.
+number, each read by moot.tasks.numeric's normaliser for its format (so "\\boxed{\\frac{1}{2}}" is 0.5 and
+"\\boxed{50\\%}" is 50); equality is numeric, by exact value.
 """
 
 from __future__ import annotations
@@ -20,23 +21,14 @@ from collections.abc import Iterable
 
 from moot.tasks.base import Extraction, Question
 from moot.tasks.data import DatasetTask, HubDataset, Row, olmo_request_docs
-from moot.tasks.extract import (
-    boxed_contents,
-    canonical_number,
-    choi_number,
-    final_answer_number,
-    last_number,
-    numbers_equal,
-    numbers_in,
-)
+from moot.tasks.extract import canonical_number, choi_number, last_number, numbers_equal, stated_answer
+from moot.tasks.numeric import leading_answer
 from moot.tasks.wording import CHOI_NUMBER, ChoiWording, DebateWording, du_gsm8k
 
 _GOLD = re.compile(r"####\s*(?P<number>[^\n]+?)\s*$")
 _HASHES = re.compile(r"####")
 _ANSWER_IS = re.compile(r"(?i:answer)\s*(?:is|:|=)")
 _AFTER = 40  # characters after a marker read for the stated number
-# the number must follow the marker directly (spaces, a colon, bold, a dollar sign or "\(" between)
-_STARTS_WITH_NUMBER = re.compile(r"(?:\s|[:*$]|\\\(|\\\$)*[-\u2212]?\d")
 
 
 def gsm8k_gold(solution: str) -> str | None:
@@ -47,29 +39,23 @@ def gsm8k_gold(solution: str) -> str | None:
     return canonical_number(match.group("number").replace("$", ""))
 
 
-def _boxed_number(text: str) -> str | None:
-    for content in reversed(boxed_contents(text)):
-        if (number := canonical_number(content.strip().strip("$").replace("\\$", ""))) is not None:
-            return number
-        if numbers := numbers_in(content):
-            return numbers[-1]
-    return None
-
-
 def _number_after_last(marker: re.Pattern[str], text: str) -> str | None:
+    """The number directly after the last ``marker`` that one follows (``numeric.leading_answer``: spaces, a
+    colon, bold, a dollar sign, "\\(" or "x =" between; not one that goes on into an expression or range)."""
     for match in reversed(list(marker.finditer(text))):
-        segment = text[match.end() : match.end() + _AFTER]
-        if _STARTS_WITH_NUMBER.match(segment) and (numbers := numbers_in(segment)):
-            return numbers[0]
+        if (number := leading_answer(text[match.end() : match.end() + _AFTER])) is not None:
+            return number
     return None
 
 
 def gsm8k_answer(text: str) -> str | None:
-    """A reply's final number: in the last "{final answer: N}" (Choi et al.), else the last \\boxed{}, else
-    after '####', else after 'the answer is', else the last number."""
+    """A reply's final number: the number its answer fields state (the last "{final answer: N}" of Choi et
+    al., else the last \\boxed{}; fields that are not one number leave the reply unparsed), else after
+    '####', else after 'the answer is', else the last number."""
+    stated, number = stated_answer(text)
+    if stated:
+        return number
     for found in (
-        final_answer_number(text),
-        _boxed_number(text),
         _number_after_last(_HASHES, text),
         _number_after_last(_ANSWER_IS, text),
     ):
@@ -120,3 +106,17 @@ class GSM8KTask(DatasetTask):
 
     def score(self, answer: str, question: Question) -> bool:
         return numbers_equal(answer, question.gold)
+
+
+class GSM8KMathVerifyTask(GSM8KTask):
+    """GSM8K graded as the MATH task grades (``gsm8k:math-verify``): the same questions, ids, prompts and
+    answer reader, but an answer is right when math-verify finds it symbolically equivalent to the gold
+    (in a time-bounded worker; an ungraded comparison is wrong, and logged), not by numeric equality."""
+
+    name = "gsm8k:math-verify"
+    metric_description = "accuracy (symbolic equivalence, math-verify)"
+
+    def score(self, answer: str, question: Question) -> bool:
+        from moot.tasks.mathgrade import shared_grader
+
+        return shared_grader().equivalent(answer, question.gold, f"{self.name} {question.id}")

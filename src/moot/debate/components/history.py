@@ -115,7 +115,7 @@ class FreshHistory(History):
         message = fresh_message(
             text,
             instruction,
-            own.text + "".join(c.footnote(own) for c in cues),
+            own.peer_text + "".join(c.footnote(own) for c in cues),
             _peers(debate, peers) if peers else None,
             "".join(c.inline(previous, show) for c in cues),
             agent.spec.agreement,

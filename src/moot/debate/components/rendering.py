@@ -40,7 +40,7 @@ class DuRendering(Rendering):
 
     @template
     def render(self, peers: Sequence[Turn], cues: Sequence[Cue], heading: str = "One agent response") -> str:
-        return "".join(f"\n\n {heading}{_label(t, cues)}: ```{t.text}```" + _footnote(t, cues) for t in peers)
+        return "".join(f"\n\n {heading}{_label(t, cues)}: ```{t.peer_text}```" + _footnote(t, cues) for t in peers)
 
 
 @register
@@ -51,7 +51,7 @@ class DarRendering(Rendering):
     def render(self, peers: Sequence[Turn], cues: Sequence[Cue], heading: str = "One agent response") -> str:
         """DAR's (and Choi et al.'s) peer replies; a footnote (the ANLL) is part of the reply, as theirs."""
         return "".join(
-            f"\nOne of the agents' response{_label(t, cues)}: \n{t.text}{_footnote(t, cues)}\n" for t in peers
+            f"\nOne of the agents' response{_label(t, cues)}: \n{t.peer_text}{_footnote(t, cues)}\n" for t in peers
         )
 
 
@@ -68,6 +68,6 @@ class GroupedRendering(Rendering):
         for answer, turns in groups.items():
             who = f"{len(turns)} agent{'s' if len(turns) > 1 else ''}"
             head = f"{who} think the answer is {answer}:" if answer is not None else f"{who} gave no clear answer:"
-            replies = "".join(f"\n{_label(t, cues)} ```{t.text}```" + _footnote(t, cues) for t in turns)
+            replies = "".join(f"\n{_label(t, cues)} ```{t.peer_text}```" + _footnote(t, cues) for t in turns)
             parts.append("\n\n" + head + replies)
         return "".join(parts)

@@ -269,19 +269,21 @@ class Liang(Schedule):
         return self.prompt_variant(protocol) != "liang"
 
     def _moderator_prompt(self, debate: Debate, round_index: int, turns: Sequence[Turn]) -> Message:
-        return moderator_prompt(round_index, turns[0].text, turns[1].text, self.prompt_variant(debate.protocol))
+        return moderator_prompt(
+            round_index, turns[0].peer_text, turns[1].peer_text, self.prompt_variant(debate.protocol)
+        )
 
     async def play(self, debate: Debate, round_index: int) -> RoundRecord:
         r, histories = round_index, debate.histories
         affirmative, negative = debate.agents
         previous = debate.records[-1].turns if debate.records else None
         if previous is not None:
-            histories[0].append(rebuttal(previous[1].text))
+            histories[0].append(rebuttal(previous[1].peer_text))
         first = await debate.speak(affirmative, histories[0], r)
-        histories[0].append(Message("assistant", first.text))
-        histories[1].append(negative_opening(first.text) if previous is None else rebuttal(first.text))
+        histories[0].append(Message("assistant", first.peer_text))
+        histories[1].append(negative_opening(first.peer_text) if previous is None else rebuttal(first.peer_text))
         second = await debate.speak(negative, histories[1], r)
-        histories[1].append(Message("assistant", second.text))
+        histories[1].append(Message("assistant", second.peer_text))
         turns = (first, second)
         protocol = debate.protocol
         vote = protocol.aggregation.vote(
@@ -300,7 +302,7 @@ class Liang(Schedule):
         r = len(debate.records)
         messages = [
             Message("system", moderator_system(task, question)),
-            judge_candidates_prompt(first.turns[0].text, first.turns[1].text),
+            judge_candidates_prompt(first.turns[0].peer_text, first.turns[1].peer_text),
         ]
         listed = await debate.ask(JUDGE_NAME, messages, r)
         messages += [Message("assistant", listed.text), judge_decision_prompt(task, question)]

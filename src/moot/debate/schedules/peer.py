@@ -59,7 +59,7 @@ class Peers(Schedule):
             )
         if protocol.history.keeps_replies():
             for history, turn in zip(debate.histories, turns):
-                history.append(Message("assistant", turn.text))
+                history.append(Message("assistant", turn.peer_text))
         vote = protocol.aggregation.vote(
             turns, protocol.tie_rule, derive_seed(debate.seed, debate.question.id, "tie", r)
         )

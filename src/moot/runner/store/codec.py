@@ -32,7 +32,7 @@ def reply_from_json(text: str) -> Reply:
 
 
 def request_to_json(request: GenerationRequest) -> str:
-    return json.dumps(asdict(request), sort_keys=True)
+    return json.dumps(request.payload(), sort_keys=True)
 
 
 # -- the JSON layouts of a result's rounds ------------------------------------------------------
@@ -96,6 +96,9 @@ def _turn(row: sqlite3.Row) -> Turn:
         nll=row["nll"],
         anll=row["anll"],
         perplexity=row["perplexity"],
+        reasoning=row["reasoning"],
+        reasoning_tokens=row["reasoning_tokens"],
+        seen=row["seen"],
     )
 
 
@@ -123,4 +126,7 @@ def _turn_row(where: tuple[str, str, str, int], t: Turn, call_key: str) -> tuple
         t.perplexity,
         t.seed,
         logprobs,
+        t.reasoning,
+        t.reasoning_tokens,
+        t.seen,
     )

@@ -8,7 +8,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -331,6 +331,11 @@ class RunStore:
         try:
             config = m["config"]
             per_seed = sum(len(t["ids"]) if t.get("ids") is not None else t.get("count") or 0 for t in config["tasks"])
+            if m.get("shard") is not None:  # a shard's store plans its own questions only
+                from moot.runner.shards import Shard
+
+                shard = Shard.from_meta(m["shard"])
+                per_seed = shard.size(per_seed) if shard is not None else per_seed
             return RunListing(
                 name=str(m["name"]),
                 status=str(self._status(m)),
@@ -540,7 +545,7 @@ class RunStore:
             for record in result.rounds:
                 for t in record.turns:
                     db.execute(
-                        "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         _turn_row(where, t, call_keys.get((t.round, t.agent), "")),
                     )
             final_judge = json.dumps(asdict(result.final_judge)) if result.final_judge else None
@@ -649,3 +654,16 @@ class RunStore:
     def count(self, table: str) -> int:
         self._check_table(table)
         return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+    @_guarded
+    def add_rows(self, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Insert rows into ``table`` as given, column by column, in one transaction; how many were inserted.
+        For ``moot merge`` (``moot.runner.shards``), which copies other stores' rows (``rows``) into a new one."""
+        self._check_table(table)
+        count = 0
+        with self._transaction() as db:
+            for row in rows:
+                columns = ", ".join(f'"{c}"' for c in row)
+                db.execute(f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+                count += 1
+        return count

@@ -14,7 +14,7 @@ from moot import __version__
 from moot.errors import MootError
 from moot.runner.store.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS turns (
   answer TEXT, parse_status TEXT NOT NULL, correct INTEGER NOT NULL, confidence REAL,
   finish_reason TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
   latency_s REAL NOT NULL, shown TEXT NOT NULL, nll REAL, anll REAL, perplexity REAL,
-  call_seed INTEGER, logprobs TEXT,
+  call_seed INTEGER, logprobs TEXT, reasoning TEXT, reasoning_tokens INTEGER, seen TEXT,
   PRIMARY KEY (condition, task, question_id, seed, round, agent));
 CREATE TABLE IF NOT EXISTS results (
   condition TEXT NOT NULL, task TEXT NOT NULL, question_id TEXT NOT NULL, seed INTEGER NOT NULL,
@@ -156,10 +156,24 @@ def _migrate_2_to_3(db: sqlite3.Connection) -> None:
         _set_meta(db, "instructions", instructions)
 
 
+def _migrate_3_to_4(db: sqlite3.Connection) -> None:
+    """Schema 4: a turn keeps its reply's reasoning apart from its content, the reasoning's token count and
+    what its protocol's peer view showed again of it (none of which a schema-3 run had: NULL). A column
+    already there is kept."""
+    present = {row[1] for row in db.execute("PRAGMA table_info(turns)")}
+    for column in ("reasoning TEXT", "reasoning_tokens INTEGER", "seen TEXT"):
+        if column.split()[0] not in present:
+            db.execute(f"ALTER TABLE turns ADD COLUMN {column}")
+
+
 def _tied(tally: list[list[Any]]) -> list[str]:
     """The answers sharing the top count (or weight), as moot.debate.aggregation decides them."""
     top = max((n for _, n in tally), default=None)
     return [a for a, n in tally if n == top]
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
+}

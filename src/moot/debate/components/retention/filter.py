@@ -110,7 +110,7 @@ def filter_inputs(debate: Debate, previous: RoundRecord) -> tuple[list[str], lis
     last vote (only when the vote cue is on), a number as DAR writes it ("7.0", ``dar_vote``), written as
     the history's templates write answers."""
     protocol, turns = debate.protocol, previous.turns
-    texts = [t.text + "".join(c.footnote(t) for c in protocol.cues) for t in turns]
+    texts = [t.peer_text + "".join(c.footnote(t) for c in protocol.cues) for t in turns]
     vote = None
     if protocol.vote_cue is not None:
         winner = dar_vote(previous.vote.winner)

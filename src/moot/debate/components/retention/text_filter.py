@@ -46,5 +46,7 @@ class TextFilter(Retention):
     async def keep(self, debate: Debate, previous: RoundRecord) -> Kept:
         ids, texts, vote = filter_inputs(debate, previous)
         reply = await debate.ask(FILTER_NAME, text_filter_messages(ids, texts, vote), previous.index + 1)
-        kept = parse_selection(reply.text, ids, [(t.text, shown) for t, shown in zip(previous.turns, texts)])
+        kept = parse_selection(
+            reply.text, ids, [(t.text, t.peer_text, shown) for t, shown in zip(previous.turns, texts)]
+        )
         return Kept(kept, reply.text, 1, reply.prompt_tokens, reply.completion_tokens)

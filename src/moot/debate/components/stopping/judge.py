@@ -40,7 +40,7 @@ class JudgeReading:
 
 @template
 def judge_messages(task: Task, question: Question, turns: Sequence[Turn]) -> tuple[Message, ...]:
-    replies = "".join(f"\n\n{t.agent}: ```{t.text}```" for t in turns)
+    replies = "".join(f"\n\n{t.agent}: ```{t.peer_text}```" for t in turns)
     prompt = (
         f"Question: {task.render(question)}\n\nThe agents answered:{replies}\n\n"
         'Reply with JSON only: {"answer": "<the final answer>", "confidence": <0-100>}.'

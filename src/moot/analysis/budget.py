@@ -15,6 +15,7 @@ correctness alike), and tests and resampling are over questions. No model is cal
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -246,9 +247,9 @@ class _Read:
 
 
 def default_pool(store: RunStore | Path | str) -> str:
-    """The condition with the most agents among those whose protocol has 1 round and that have stored results
-    (the first on a tie); while none has any, the one with the most agents. A run whose large pool is still
-    being made thus votes from the pool it has."""
+    """The condition whose protocol has 1 round with the most stored results, then the most agents (the first
+    on a tie); while none has any, the one with the most agents. A run whose large pool is still being made
+    thus votes from the pool that answered most questions, not from the few its large pool has reached."""
     from moot.analysis.transcripts import AnalysisError
     from moot.analysis.transcripts import open_run as _open
 
@@ -258,10 +259,10 @@ def default_pool(store: RunStore | Path | str) -> str:
         single_round = [(c.protocol.agents, name) for name, c in conditions.items() if c.protocol.rounds == 1]
         if not single_round:
             raise AnalysisError(f"no condition of 1 round in {opened.path} to vote from; name one with --pool")
-        stored = {condition for condition, *_ in opened.done()}
-        answered = [(agents, name) for agents, name in single_round if name in stored] or single_round
-        most = max(agents for agents, _ in answered)
-        return next(name for agents, name in answered if agents == most)
+        results = Counter(condition for condition, *_ in opened.done())
+        ranked = [((results[name], agents), name) for agents, name in single_round]
+        best = max(rank for rank, _ in ranked)
+        return next(name for rank, name in ranked if rank == best)
     finally:
         if owned:
             opened.close()

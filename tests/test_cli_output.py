@@ -279,3 +279,14 @@ def test_a_header_naming_many_conditions_breaks_between_them(tmp_path: Path, mon
     assert header[0].startswith("moot ") and header[0].endswith(","), header
     named = " ".join(header).split(", ")
     assert [name.split(" (")[0].split(" · ")[-1] for name in named][: len(presets)] == presets, header
+
+
+def test_ask_names_a_reasoning_models_thinking_and_shows_it_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    thinking = "<think>two and two make four, not five</think> The answer is 4."
+    use_scripted_backend(monkeypatch, ScriptedBackend(lambda request, index: thinking))
+    result = CliRunner().invoke(app, ["ask", "What is 2+2?", "-p", "single"])
+    assert result.exit_code == 0, result.output
+    assert "(reasoning, 7 tokens: --full shows it)" in result.output and "not five" not in result.output
+    assert "agent-1 → 4" in result.output  # read from the content, not the reasoning's "five"
+    full = CliRunner().invoke(app, ["ask", "What is 2+2?", "-p", "single", "--full"])
+    assert full.exit_code == 0 and "(reasoning, 7 tokens)" in full.output and "not five" in full.output

@@ -552,6 +552,12 @@ def ask(
         for turn in record.turns:
             # model text is printed as it is, never read as markup (LaTeX's \[ ... \] keeps its backslashes)
             body = Text()
+            if turn.reasoning is not None:  # a reasoning model's thinking, named and dimmed, before its answer
+                tokens = "" if turn.reasoning_tokens is None else f", {turn.reasoning_tokens:,} tokens"
+                if full:
+                    body.append(f"(reasoning{tokens})\n{turn.reasoning.strip()}\n\n", style="dim")
+                else:
+                    body.append(f"(reasoning{tokens}: --full shows it)\n", style="dim")
             text = turn.text.strip()
             if not full and len(text) > ASK_SHOWN:
                 body.append(f"… ({len(text) - ASK_SHOWN:,} characters cut; --full shows all)\n", style="dim")

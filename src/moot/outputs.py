@@ -9,7 +9,9 @@ An output file is written:
 
 Never, even with ``--force``: over the run being read, over a run store or any other SQLite
 database (recognised by its header, whatever its name), over a store's ``-wal``, ``-shm``,
-``-journal`` or ``.lock`` file, or over a folder. Every check is made before any work is done.
+``-journal`` or ``.lock`` file, over a folder, or through a symbolic link (``moot.safe_files``: a
+link is refused, whatever it points to; only a pipe or terminal the user named is written into).
+Every check is made before any work is done, and the link check again when the file is written.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from moot.errors import ConfigError, MootError
+from moot.safe_files import check_file
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 STORE_FILES = ("-wal", "-shm", "-journal", ".lock")  # what SQLite and moot keep beside a store
@@ -42,10 +45,13 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def check_output(path: Path, *, force: bool = False, default: bool = False, reading: Path | None = None) -> None:
+def check_output(
+    path: Path, *, force: bool = False, default: bool = False, reading: Path | None = None, stream: bool = False
+) -> None:
     """Refuse (ConfigError) to write an output file at ``path`` where the rules above forbid it.
 
-    ``default``: ``path`` is moot's default name for this output; ``reading``: the run being read."""
+    ``default``: ``path`` is moot's default name for this output; ``reading``: the run being read;
+    ``stream``: a pipe or terminal at ``path`` (the user named it) is written into."""
     never = "moot never writes over a run store, even with --force; choose another output file"
     if reading is not None and _same(path, reading):
         raise ConfigError(f"{path} is the run being read; {never}")
@@ -56,20 +62,22 @@ def check_output(path: Path, *, force: bool = False, default: bool = False, read
     for suffix in STORE_FILES:
         if path.name.endswith(suffix) and is_database(path.with_name(path.name[: -len(suffix)])):
             raise ConfigError(f"{path} belongs to the run store beside it; {never}")
+    check_file(path, stream=stream and not default)  # a link (even with --force), a device or socket
     if (path.exists() or path.is_symlink()) and not (force or default):
         raise ConfigError(f"{path} exists and moot did not write it there; pass --force to replace it")
 
 
-def write_output(path: Path, write: Callable[[Path], object]) -> Path:
-    """Write an output file whole or not at all: ``write`` fills a temporary file beside ``path``, which
-    then replaces it, so a full disk or a kill leaves any earlier file as it was. A link is written
-    through (its target replaced), a device or pipe written into. An OS fault is a MootError."""
-    real = Path(os.path.realpath(path))
+def write_output(path: Path, write: Callable[[Path], object], *, stream: bool = False) -> Path:
+    """Write an output file whole or not at all: ``write`` fills a new temporary file beside ``path``,
+    which then replaces it, so a full disk or a kill leaves any earlier file as it was. A link at
+    ``path`` is refused (``moot.safe_files``); with ``stream`` (a path the user named), a pipe or
+    terminal is written into. An OS fault is a MootError."""
     try:
-        if real.exists() and not real.is_file():  # /dev/stdout, a pipe: write into it
-            write(real)
+        if check_file(path, stream=stream):  # /dev/stdout, a pipe: write into it
+            write(path)
             return path
-        fd, name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".part", dir=real.parent)
+        # a new name, created O_EXCL | O_NOFOLLOW (tempfile's flags): never an existing file or a link
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     except OSError as exc:
         raise MootError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
@@ -77,7 +85,10 @@ def write_output(path: Path, write: Callable[[Path], object]) -> Path:
     try:
         write(temporary)
         os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, real)
+        # rename() replaces the name ``path`` itself: a link planted there since the check above is
+        # replaced, not written through (its target is untouched), and a hard link's other names keep
+        # the earlier file
+        os.replace(temporary, path)
     except OSError as exc:
         raise MootError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:

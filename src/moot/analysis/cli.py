@@ -132,9 +132,12 @@ def report(
     to_stdout = markdown is not None and str(markdown) == "-"
     html_path = None if no_html else html or default_html_path(run)
     if html_path is not None:  # checked before any work
+        from moot.analysis.html import check_pages
+
         check_output(html_path, force=force, default=html is None, reading=run)
+        check_pages(html_path)  # its pages' folder and files: no link planted there
     if markdown is not None and not to_stdout:
-        check_output(markdown, force=force, reading=run)
+        check_output(markdown, force=force, reading=run, stream=True)
     result = build_report(run, seed=seed, resamples=resamples, reader=reader)
     console = _console()
 
@@ -151,7 +154,7 @@ def report(
     if markdown is not None and not to_stdout:
         text = report_markdown(result)
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        write_output(markdown, lambda path: path.write_text(text, encoding="utf-8"))
+        write_output(markdown, lambda path: path.write_text(text, encoding="utf-8"), stream=True)
         say(f"Markdown written to {markdown}")
     if figures is not None:
         for path in write_figures(result, figures, force=force, reading=run):

@@ -261,6 +261,19 @@ def page_name(number: int) -> str:
 PAGE_FILE = re.compile(r"transcripts-(\d{4,})\.html")
 
 
+def check_pages(path: Path) -> None:
+    """Refuse (ConfigError), before any work, a link planted where ``write_html`` writes the pages of the
+    report at ``path``: its folder, or a page there (``moot.safe_files``; a repository can ship one)."""
+    from moot.safe_files import check_file, check_folder
+
+    folder = pages_folder(path)
+    check_folder(folder)
+    if folder.is_dir():
+        for page in sorted(folder.iterdir()):
+            if PAGE_FILE.fullmatch(page.name):
+                check_file(page)
+
+
 @functools.cache
 def _templates() -> dict[str, Any]:
     from jinja2 import Environment
@@ -357,6 +370,7 @@ def write_html(
 
     path.parent.mkdir(parents=True, exist_ok=True)
     folder = pages_folder(path)
+    check_pages(path)  # and each page again as it is written (write_output)
     pages = _pages(report, page_size, page_bytes)
     first_page, _, first_last = next(pages)
     listed: list[TranscriptPage] = []

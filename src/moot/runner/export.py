@@ -39,7 +39,7 @@ def export_table(run: Path, table: str, fmt: str, out: Path | None = None, force
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; choose {', '.join(FORMATS)}")
     target = out or default_export_path(run, table, fmt)
-    check_output(target, force=force, default=out is None, reading=run)
+    check_output(target, force=force, default=out is None, reading=run, stream=out is not None)
     if fmt == "parquet":
         try:
             import pyarrow as pa
@@ -66,7 +66,9 @@ def export_table(run: Path, table: str, fmt: str, out: Path | None = None, force
         else:
             pq.write_table(pa.Table.from_pylist(rows), path)
 
-    return write_output(target, write)
+    # written beside as .NAME.XXXX.part (created O_EXCL | O_NOFOLLOW), then renamed over ``target``
+    # itself: a link at ``target`` is refused, never written through (moot.outputs, moot.safe_files)
+    return write_output(target, write, stream=out is not None)
 
 
 def _after(row: dict[str, Any], key: str, name: str, value: Any) -> dict[str, Any]:

@@ -352,7 +352,7 @@ def plot(
     from moot.theory.plots import plot_theory
 
     target = output or DEFAULT_PLOT
-    check_output(target, force=force, default=output is None)
+    check_output(target, force=force, default=output is None, stream=output is not None)
     model = _model(
         agents,
         rounds,

@@ -108,6 +108,11 @@ def plot_theory(base: DebateModel, debates: int, seed: int, path: Path, sweep: S
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    from moot.outputs import write_output
+
+    # whole or not at all, never through a link (moot.safe_files); the format named by ``path``'s suffix,
+    # not by the temporary file's; a pipe or terminal the command was given is written into
+    kind = path.suffix[1:].lower() or str(plt.rcParams["savefig.format"])
+    write_output(path, lambda target: fig.savefig(target, dpi=120, format=kind), stream=True)
     plt.close(fig)
     return Figure(path, conditions, comparisons)

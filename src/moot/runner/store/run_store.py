@@ -142,6 +142,12 @@ class RunStore:
             db = cls._connect(path)
         except _FAULTS as exc:
             raise _store_error(path, exc) from None
+        if lock is not None:
+            try:
+                lock.hold_store()  # the file exists now: hold it under any other name (a hard link) too
+            except BaseException:
+                db.close()
+                raise
         store = cls(path, db)
         try:
             store._create(meta, conditions)

@@ -162,5 +162,5 @@ def test_experiment_file_errors_and_conflicting_options(tmp_path: Path) -> None:
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"x" * 5000)
     result = moot("run", str(good), "--output", str(junk), cwd=tmp_path)
-    assert result.returncode == 2 and "is not a readable moot run store" in result.stderr
+    assert result.returncode == 2 and "is not a moot run store: it is not an SQLite database" in result.stderr
     assert junk.read_bytes() == b"x" * 5000

@@ -167,6 +167,9 @@ def test_seeds_rounds_and_pools_at_and_beyond_their_limits(tmp_path: Path, monke
     seeds = "seeds = [" + ", ".join(map(str, range(1001))) + "]\n"
     refused(*cli("run", str(write(tmp_path, seeds + SCRIPTED))), "seeds: at most 1,000 seeds, got 1,001")
     refused(*cli("run", str(write(tmp_path, "seeds = [18446744073709551616]\n" + SCRIPTED))), "64-bit integer")
+    # each within its limit, together 10^8 results: refused before any question is generated (issue 42)
+    many = seeds.replace(", 1000]", "]") + SCRIPTED.replace("count = 1", "count = 100000")
+    refused(*cli("run", str(write(tmp_path, many))), "100,000,000 results planned")
     refused(*cli("run", *DEAD, "--seed", "18446744073709551616"), "option seed: Input should be less than or equal to")
     refused(*cli("run", *DEAD, "--concurrency", "0"), "option --concurrency: must be a positive integer, got 0")
     assert not (tmp_path / "runs").exists()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -146,3 +148,54 @@ def test_no_secret_in_the_store_report_export_or_output(server: FaultProxy, tmp_
             assert secret.encode() not in path.read_bytes(), (secret, path.name)
         for text in printed:
             assert secret not in flat(text), (secret, text)
+
+
+def _encodings(secret: str) -> list[str]:
+    """The forms a server may echo a secret in: percent-encoded, base64 (standard and URL-safe, with and
+    without padding), JSON-escaped."""
+    raw = secret.encode()
+    padded = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
+    return [quote(secret, safe=""), *padded, *(p.rstrip("=") for p in padded), json.dumps(secret)[1:-1]]
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ["zq-Encoded/Key+With?Odd=Chars~1", 'zq-key "quoted" with spaces\\and\\backslashes', "zq-ÿ-unicode-key-Ω"],
+)
+def test_a_registered_secret_is_masked_in_every_encoding_a_server_echoes(secret: str) -> None:
+    register_secret(secret)
+    for form in [secret, *_encodings(secret)]:
+        shown = redact(f"error: got {form} here")
+        assert shown == "error: got *** here", (form, shown)
+
+
+def test_a_key_with_spaces_or_quotes_is_masked_whole() -> None:
+    key = 'zk a "spaced" key, with quotes'
+    register_secret(key)
+    for shown in (redact(f"Incorrect API key provided: {key}."), redact(json.dumps({"error": f"bad key {key}"}))):
+        assert all(piece not in shown for piece in ("spaced", "quotes")), shown
+
+
+def test_a_long_secret_cut_short_is_masked() -> None:
+    key = "zp-Truncated0Key1Value2Xyz"  # 26 characters: any prefix of at least 18 is masked
+    register_secret(key)
+    assert redact(f"key {key[:-4]}... is invalid") == "key ***... is invalid"
+    assert redact(f"key starts with {key[:18]}") == "key starts with ***"
+    assert redact(f"a {key[:17]} is too short to tell") == f"a {key[:17]} is too short to tell"
+    register_secret("zp-short-01")  # under 12 characters: only whole
+    assert redact("zp-short-0 zp-short-01") == "zp-short-0 ***"
+
+
+def test_ordinary_words_stay_readable() -> None:
+    register_secret("abc")  # too short to mask everywhere: it would mask ordinary text
+    register_secret("the-answer-is-42-ok")
+    assert redact("abc: the answer is 42") == "abc: the answer is 42"
+
+
+def test_a_model_id_embedding_the_key_is_masked() -> None:
+    """A server's /v1/models names its model with the key in it (plain or encoded): what moot shows of that
+    id, through ``redact``, is masked."""
+    key = "zm-Model0Embedded1Key2"
+    register_secret(key)
+    for form in [key, *_encodings(key)]:
+        assert redact(f"openai:http://127.0.0.1:8080/v1:llama-{form}") == "openai:http://127.0.0.1:8080/v1:llama-***"

@@ -165,7 +165,7 @@ def test_a_store_of_another_experiment_is_refused_and_left_untouched(tmp_path: P
 def test_unreadable_and_incompatible_stores_are_clear_errors(tmp_path: Path) -> None:
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="is not a readable moot run store"):
+    with pytest.raises(StoreError, match="is not a moot run store: it is not an SQLite database"):
         run(experiment(THREE), junk)
     assert junk.read_bytes() == b"this is not a database" * 100
 

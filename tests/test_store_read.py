@@ -159,7 +159,8 @@ def test_calls_sessions_meta_and_conditions_are_typed(run: Path) -> None:
 # experiment below; store_v1.report.md and store_v1.summary.json are what that code reported from it.
 # Since then one figure was corrected (issue 14): "dc" (a diverse round 0: 6 candidate calls, 3 kept) used 9
 # calls, not the 6 kept turns, so its and the total's used calls and tokens count its whole pool; and the
-# report gained tables (issue 37: the replies table counts unreadable rulings, reader sensitivity).
+# report gained tables (issue 37: the replies table counts unreadable rulings, reader sensitivity) and a
+# line naming the model that answered (issue 42).
 V1_EXPERIMENT = {
     "name": "store-v1",
     "seeds": [0],

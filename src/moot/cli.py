@@ -16,8 +16,8 @@ from moot import __version__
 from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import report as _report
 from moot.analysis.cli import results as _results
-from moot.cli_output import fit_table, joined_lines, make_console, plural, shortened
-from moot.cli_support import reflow_help, reports_errors, shared_options
+from moot.cli_output import escaped, fit_table, joined_lines, make_console, plural, printable, shortened
+from moot.cli_support import guarded_output, print_error, reflow_help, reports_errors, shared_options
 from moot.errors import MootError
 from moot.theory.cli import theory_app
 from moot.training.cli import train_app
@@ -351,12 +351,13 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
             if tie_broken(result, unit.condition.protocol.aggregation.judged):
                 mark += " (tie broken)"
             if result.error:
-                mark += f" {escape(result.error)}"
+                mark += f" {escaped(result.error)}"
             # one line a question: the question is shortened to what the rest of the line leaves room for
-            head = f"  {unit.condition.name} · "
-            tail = f" · gold {result.question.gold} · {rounds_text} → {result.final_answer or '—'} "
+            head = printable(f"  {unit.condition.name} · ")
+            tail = printable(f" · gold {result.question.gold} · {rounds_text} → {result.final_answer or '—'} ")
             room = max(24, console.width - len(head) - len(tail) - Text.from_markup(mark).cell_len)
-            console.print(f"{escape(head)}{escape(shortened(result.question.prompt, room))}{escape(tail)}{mark}")
+            question = shortened(printable(result.question.prompt), room)
+            console.print(f"{escape(head)}{escape(question)}{escape(tail)}{mark}")
         else:
             usage = exp.cache.usage
             calls = f"calls {usage.calls:,} · replayed {exp.cache.replayed:,} · tokens {usage.prompt_tokens + usage.completion_tokens:,}"
@@ -420,12 +421,12 @@ def _print_question_table(exp: Any, rows: list[Any]) -> None:
             verdict += " (tie broken)"
         seed = [str(row.seed)] if several_seeds else []
         table.add_row(
-            escape(row.condition),
-            escape(row.prompt),
-            escape(row.gold),
+            escaped(row.condition),
+            escaped(row.prompt),
+            escaped(row.gold),
             *seed,
-            *(escape(c) for c in cells),
-            escape(row.final_answer or "—"),
+            *(escaped(c) for c in cells),
+            escaped(row.final_answer or "—"),
             verdict,
         )
     fit_table(table, console, flexible=("question",))
@@ -555,21 +556,21 @@ def ask(
             if turn.reasoning is not None:  # a reasoning model's thinking, named and dimmed, before its answer
                 tokens = "" if turn.reasoning_tokens is None else f", {turn.reasoning_tokens:,} tokens"
                 if full:
-                    body.append(f"(reasoning{tokens})\n{turn.reasoning.strip()}\n\n", style="dim")
+                    body.append(f"(reasoning{tokens})\n{printable(turn.reasoning.strip())}\n\n", style="dim")
                 else:
                     body.append(f"(reasoning{tokens}: --full shows it)\n", style="dim")
             text = turn.text.strip()
             if not full and len(text) > ASK_SHOWN:
                 body.append(f"… ({len(text) - ASK_SHOWN:,} characters cut; --full shows all)\n", style="dim")
                 text = text[-ASK_SHOWN:]
-            body.append(text)
+            body.append(printable(text))
             answer = turn.answer if turn.answer is not None else "unparsed"
-            console.print(Panel(body, title=Text(f"{turn.agent} → {answer}"), title_align="left"))
+            console.print(Panel(body, title=Text(printable(f"{turn.agent} → {answer}")), title_align="left"))
         votes = ", ".join(f"{a} ×{c}" for a, c in record.vote.counts) or "no parsed answer"
-        console.print(f"vote: {votes}", markup=False)
+        console.print(printable(f"vote: {votes}"), markup=False)
         if record.judge is not None:
             confidence = "unparsed" if record.judge.confidence is None else f"{record.judge.confidence:g}"
-            console.print(f"judge: {record.judge.answer} (confidence {confidence})", markup=False)
+            console.print(printable(f"judge: {record.judge.answer} (confidence {confidence})"), markup=False)
 
     async def go() -> Any:
         specs = [*condition.agents, condition.judge] if condition.judge else list(condition.agents)
@@ -592,7 +593,7 @@ def ask(
         raise MootError(result.error)
     console.rule()
     how = result.status.value + (", tie broken" if tie_broken(result, spec.aggregation.judged) else "")
-    console.print(Text.assemble("final answer: ", (result.final_answer or "—", "bold"), f" ({how})"))
+    console.print(Text.assemble("final answer: ", (printable(result.final_answer or "—"), "bold"), f" ({how})"))
     usage = outcome.usage
     console.print(
         f"model calls {usage.calls} · prompt tokens {usage.prompt_tokens:,} · completion tokens "
@@ -912,7 +913,8 @@ def main() -> None:
     # interrupted, its managed server is stopped, and rerunning resumes
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        app()
+        with guarded_output():
+            app()
     except MootError as exc:  # a command without its own reporting (a plug-in failing to load in any command)
-        print(f"moot: error: {exc}", file=sys.stderr)
+        print_error(str(exc))
         sys.exit(2)

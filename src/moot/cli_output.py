@@ -1,4 +1,4 @@
-"""How the command line prints: widths, tables that fit and plurals.
+"""How the command line prints: text made safe for a terminal, widths, tables that fit and plurals.
 
 Tables fit the terminal by wrapping their cells (a word longer than its column, such as a file
 path, is folded onto the next line, never cut) and, where a table is still too wide, by leaving
@@ -7,13 +7,33 @@ out secondary columns, which the caller names so that it can say which were left
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+
+# what a terminal acts on instead of showing: the C0 controls but line feed and tab, DEL, the C1 controls
+# (CSI and OSC among them), and the bidirectional marks, embeddings, overrides and isolates that reorder
+# what is shown, and the line and paragraph separators
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print: every character a terminal would act on (an escape sequence that clears the
+    screen, retitles the window or hides a link; a bidirectional override that reorders a line) shown as
+    its Python escape (``\\x1b``, ``\\u202e``) instead; line feeds and tabs kept. For text that comes from a
+    question, a reply, a server or a file."""
+    return _UNSAFE.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text.replace("\r\n", "\n"))
+
+
+def escaped(text: str) -> str:
+    """``printable(text)`` with rich markup escaped: for such text inside a markup string."""
+    return escape(printable(text))
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -47,8 +67,10 @@ def shortened(text: str, width: int) -> str:
 
 def console_width(piped: int) -> int | None:
     """The width a console should be given: None (the terminal's own, or ``COLUMNS`` when set) on a
-    terminal or where ``COLUMNS`` says; ``piped`` columns for a pipe or a file (logs, CI)."""
-    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").strip().isdigit():
+    terminal or where ``COLUMNS`` says; ``piped`` columns for a pipe or a file (logs, CI), or no stdout at all
+    (``moot ... >&-``, which the command line then refuses with one line)."""
+    terminal = sys.stdout is not None and sys.stdout.isatty()
+    if terminal or os.environ.get("COLUMNS", "").strip().isdigit():
         return None
     return piped
 

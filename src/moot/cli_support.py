@@ -1,19 +1,86 @@
-"""What every moot subcommand shares: errors shown as one line."""
+"""What every moot subcommand shares: errors shown as one line, on output streams that cannot fail with a
+traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import io
+import os
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import typer
 
+from moot.cli_output import printable
 from moot.errors import MootError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def print_error(message: str) -> None:
+    """``message`` as moot's one line on stderr, made printable (a server's or a file's text may be in it);
+    nothing where stderr is closed."""
+    if sys.stderr is not None:
+        print(f"moot: error: {printable(message)}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def guarded_output() -> Iterator[None]:
+    """Run the command line on streams that fail with one line, never a traceback: a closed stdout
+    (``moot ... >&-``) is refused with status 2 before anything is done whose output would be lost; a
+    failure to write stdout (a full disk, a device error) is one line on stderr and status 2, output still
+    buffered failing here, not in Python's flush at exit; a character the encoding lacks
+    (``PYTHONIOENCODING=ascii``, a C locale) is printed as its escape, not a UnicodeEncodeError."""
+    if sys.stdout is None:
+        print_error("standard output is closed")
+        sys.exit(2)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+    original = sys.stdout
+    watched = sys.stdout = _WatchedOutput(original)
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout = original
+            watched.flush()
+    except OSError as exc:
+        if watched.failed is None:
+            raise  # not stdout's failure: moot's own errors are MootErrors
+        print_error(f"cannot write standard output: {exc.strerror or exc}")
+        with contextlib.suppress(OSError, ValueError):  # what is still buffered goes nowhere at exit, quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), original.fileno())
+        sys.exit(2)
+
+
+class _WatchedOutput:
+    """A text stream that keeps the OSError its writes failed with (in ``failed``), so that a failure of
+    stdout is told apart from any other OSError; everything else is the stream's."""
+
+    def __init__(self, stream: typing.TextIO) -> None:
+        self._stream = stream
+        self.failed: OSError | None = None
+
+    def write(self, text: str) -> int:
+        return self._watch(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._watch(self._stream.flush)
+
+    def _watch(self, call: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return call(*args)
+        except OSError as exc:
+            self.failed = exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def reports_errors(fn: F) -> F:
@@ -24,7 +91,7 @@ def reports_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except MootError as exc:
-            print(f"moot: error: {exc}", file=sys.stderr)
+            print_error(str(exc))
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             print("moot: interrupted", file=sys.stderr)

@@ -11,13 +11,19 @@ An installed package declares entry points (in its ``pyproject.toml``, ``[projec
 
 They are loaded once, lazily, the first time moot looks a rule, a task or a backend kind up (so ``moot --help`` imports
 none of them); a plug-in that fails to load is one ``ConfigError`` naming its entry point. A Python file that
-is not installed is loaded by path: ``plugins = [...]`` in an experiment file, or ``moot --plugin FILE``.
+is not installed is loaded by path: ``plugins = [...]`` in an experiment file (a file in its folder or below),
+or ``moot --plugin FILE``.
+
+A plug-in is code, and loading it runs it: an experiment file that names plug-ins must be trusted like a
+script. Whatever a plug-in raises while loading, ``SystemExit`` included (but not ``KeyboardInterrupt``), is a
+``ConfigError`` naming it (``plugin_code``): no plug-in ends moot silently.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any
 
@@ -39,11 +45,21 @@ def _named(entry: metadata.EntryPoint) -> str:
     return f"plug-in {entry.name!r} (entry point {entry.group}: {entry.name} = {entry.value!r})"
 
 
-def _load(entry: metadata.EntryPoint) -> Any:
+@contextlib.contextmanager
+def plugin_code(named: str) -> Iterator[None]:
+    """Run a plug-in's code: whatever it raises but KeyboardInterrupt (an error, ``SystemExit(0)``, which would
+    end moot with status 0 and no word) is a ConfigError '<named>: <exception>'."""
     try:
+        yield
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise ConfigError(f"{named}: {type(exc).__name__}: {exc}") from None
+
+
+def _load(entry: metadata.EntryPoint) -> Any:
+    with plugin_code(f"{_named(entry)} failed to load"):
         return entry.load()
-    except Exception as exc:
-        raise ConfigError(f"{_named(entry)} failed to load: {type(exc).__name__}: {exc}") from None
 
 
 @functools.cache

@@ -11,19 +11,28 @@ It masks, with ``***``:
 - a bearer token, an ``sk-...`` key and what follows "API key ...:" (and a Bearer or Basic) in an
   error message;
 - every secret registered with ``register_secret`` (the API key read from the environment, the
-  credentials of a base URL and their Basic-authorization form), wherever it appears.
+  credentials of a base URL and their Basic-authorization form), wherever it appears: as it is, in the
+  encodings a server may echo it in (percent-encoded, base64, JSON-escaped) and, for a long one, cut short
+  (a server that shows only the start of the key it refused).
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import math
 import re
 import threading
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 MASK = "***"
 # shorter values are too likely to occur by chance in ordinary text to be masked everywhere
 MIN_SECRET_LENGTH = 6
+# a secret at least this long is masked also cut short, down to a prefix of PREFIX_SHARE of it (at least
+# MIN_PREFIX characters): long enough that no other text starts the same by chance
+MIN_PREFIXED_LENGTH = 12
+MIN_PREFIX = 8
+PREFIX_SHARE = 2 / 3
 
 _PARAMS = r"api[-_]?key|key|token|access[-_]?token|auth|password|passwd|pwd|secret|client[-_]?secret|sig|signature"
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -43,13 +52,31 @@ _lock = threading.Lock()
 
 
 def register_secret(value: str | None) -> None:
-    """Mask ``value`` (and its percent-decoded form) wherever it appears from now on."""
+    """Mask ``value`` wherever it appears from now on, in every form a server may echo it in (see
+    ``_encodings``)."""
     if not value:
         return
     with _lock:
-        for form in {value, unquote(value)}:
+        for form in _encodings(value):
             if len(form) >= MIN_SECRET_LENGTH:
                 _secrets.add(form)
+
+
+def _encodings(value: str) -> set[str]:
+    """``value`` and the forms it takes in a URL, an HTTP header or a JSON body: percent-decoded and
+    -encoded, base64 (standard and URL-safe, with and without padding) and JSON-escaped."""
+    raw = value.encode()
+    padded = {base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
+    return {
+        value,
+        unquote(value),
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+        *padded,
+        *(p.rstrip("=") for p in padded),
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+    }
 
 
 def register_url_secrets(url: str | None) -> None:
@@ -85,7 +112,24 @@ def redact_secrets(text: str) -> str:
     mask ordinary words."""
     with _lock:
         secrets = sorted(_secrets, key=len, reverse=True)  # a longer secret first: it may hold a shorter one
+    for secret in secrets:  # whole first: a start of one form may begin another form (base64's two alphabets)
+        text = text.replace(secret, MASK)
     for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, MASK)
+        if len(secret) >= MIN_PREFIXED_LENGTH:
+            text = _cut_short_masked(text, secret)
     return text
+
+
+def _cut_short_masked(text: str, secret: str) -> str:
+    """``text`` with every long-enough start of ``secret`` masked: a server's message that cuts the secret
+    short ("sk-abcdef...", "key starts with ...")."""
+    shortest = max(MIN_PREFIX, math.ceil(len(secret) * PREFIX_SHARE))
+    pieces: list[str] = []
+    start = 0
+    while (found := text.find(secret[:shortest], start)) >= 0:
+        end = found + shortest
+        while end - found < len(secret) and end < len(text) and text[end] == secret[end - found]:
+            end += 1  # as much of the secret as is there
+        pieces += [text[start:found], MASK]
+        start = end
+    return "".join(pieces) + text[start:]

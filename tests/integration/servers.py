@@ -1,11 +1,16 @@
 """Constants and helpers for tests that talk to real servers on 127.0.0.1."""
 
+import contextlib
+import http.server
 import json
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from moot.backends.llama_server import free_port, terminate
@@ -159,6 +164,7 @@ class FaultProxy:
         self.upstream = upstream.rstrip("/") if upstream else None
         self.faults: list[str | int] = list(faults or [])
         self.props = props
+        self.models = models  # what the model list names (a test may change it: a server switching models)
         self.props_asked = 0
         self.in_flight = 0
         self.most_in_flight = 0
@@ -182,7 +188,8 @@ class FaultProxy:
             def _upstream(self, body: bytes | None) -> tuple[int, bytes]:
                 if proxy.upstream is None:
                     if urlsplit(self.path).path.endswith("/models"):
-                        return 200, json.dumps({"object": "list", "data": [{"id": m} for m in models]}).encode()
+                        listed = [{"id": m} for m in proxy.models]
+                        return 200, json.dumps({"object": "list", "data": listed}).encode()
                     return 200, canned_completion(canned_text)
                 request = urllib.request.Request(
                     proxy.upstream + self.path.removeprefix("/v1"),
@@ -274,3 +281,115 @@ class FaultProxy:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+# -- a hostile server: answers as a test scripts it -----------------------------------------------------
+Handler = http.server.BaseHTTPRequestHandler
+Answer = Callable[[Handler], None]  # writes one whole response (status, headers, body)
+
+
+class Hostile:
+    """A real HTTP server on 127.0.0.1: each chat completion is answered by the next of ``answers`` (then a
+    canned completion, or ``default`` when set), each model list by the next of ``model_answers`` (then a list
+    of ``models``); anything else is a 404. ``seen`` counts chat completions, ``headers`` holds each
+    request's headers, ``sent`` the body bytes a flood got into the socket before the client hung up."""
+
+    def __init__(self, models: tuple[str, ...] = (CANNED_MODEL,)) -> None:
+        self.answers: list[Answer] = []
+        self.default: Answer | None = None
+        self.model_answers: list[Answer] = []
+        self.models = models
+        self.seen = 0
+        self.headers: list[dict[str, str]] = []
+        self.sent = 0
+        lock = threading.Lock()
+        server = self
+
+        class Script(Handler):
+            def log_message(self, *args: object) -> None:
+                return None
+
+            def do_GET(self) -> None:
+                self._answer()
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self._answer()
+
+            def _answer(self) -> None:
+                path = self.path.split("?")[0]
+                with lock:
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    if path.endswith("/chat/completions"):
+                        server.seen += 1
+                        answer = (
+                            server.answers.pop(0) if server.answers else server.default or reply(canned_completion("4"))
+                        )
+                    elif path.endswith("/models"):
+                        listed = {"object": "list", "data": [{"id": m} for m in server.models]}
+                        answer = (
+                            server.model_answers.pop(0) if server.model_answers else reply(json.dumps(listed).encode())
+                        )
+                    else:
+                        answer = reply(b'{"error": {"message": "File Not Found"}}', status=404)
+                with contextlib.suppress(OSError):  # the client hung up: what it is meant to do
+                    answer(self)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Script)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def reply(
+    body: bytes, status: int = 200, content_type: str = "application/json", headers: dict[str, str] | None = None
+) -> Answer:
+    def answer(handler: Handler) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return answer
+
+
+def completion(
+    content: object = "The answer is 4.",
+    usage: dict[str, Any] | None = None,
+    message: dict[str, Any] | None = None,
+    **choice: Any,
+) -> dict[str, Any]:
+    """A chat completion (``json.dumps`` writes a lone surrogate as its escape, NaN and infinities bare);
+    ``message`` adds to its message, ``choice`` to its choice."""
+    said = {"role": "assistant", "content": content} | (message or {})
+    return {
+        "id": "chatcmpl-hostile",
+        "object": "chat.completion",
+        "model": CANNED_MODEL,
+        "choices": [{"index": 0, "message": said, "finish_reason": "stop"} | choice],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12} | (usage or {}),
+    }
+
+
+def trickle(part: str) -> Answer:
+    """A valid reply whose header lines (``part="headers"``) or body come one byte every 0.2 s."""
+    body = canned_completion("4")
+    head = f"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n".encode()
+    padding = b"".join(b"X-Pad-%d: a\r\n" % i for i in range(300))
+    fast, slow = (head, padding + b"\r\n" + body) if part == "headers" else (head + b"\r\n", body)
+
+    def answer(handler: Handler) -> None:
+        handler.wfile.write(fast)
+        for byte in slow:
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+            time.sleep(0.2)
+
+    return answer

@@ -214,3 +214,5 @@ class Report:
     tasks: tuple[TaskReport, ...]
     transcripts: Sequence[Transcript]  # every result's transcript, in the run's order (``StoredTranscripts``)
     reader: str = MOOT  # the reader of the final answers the main tables score (``moot.analysis.readers``)
+    # (configured model name, the model that answered, its calls): two under one name mean a mixed run
+    models: tuple[tuple[str, str, int], ...] = ()

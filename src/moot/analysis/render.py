@@ -9,10 +9,30 @@ from rich.table import Table as RichTable
 from moot.analysis.formatting import fixed
 from moot.analysis.records import PairReport, Report
 from moot.analysis.tables import Table, comparison_tables, numeric_columns, sections
-from moot.cli_output import fit_table
+from moot.cli_output import fit_table, plural
 
 
 def header_lines(report: Report) -> list[str]:
+    return [*_run_lines(report), *_model_lines(report)]
+
+
+def _model_lines(report: Report) -> list[str]:
+    """The model that answered each configured name, and a warning where one name was answered by several
+    (a server that changed its model between sessions of a run made before moot refused such a resume)."""
+    by_name: dict[str, list[tuple[str, int]]] = {}
+    for name, model, calls in report.models:
+        by_name.setdefault(name, []).append((model, calls))
+    lines = []
+    for name, models in by_name.items():
+        shown = ", ".join(f"{model} ({plural(calls, 'call')})" for model, calls in models)
+        if len(models) == 1:
+            lines.append(f"model {name}: {shown}")
+        else:
+            lines.append(f"warning: {name} was answered by {len(models)} models: {shown}")
+    return lines
+
+
+def _run_lines(report: Report) -> list[str]:
     return [
         f"run {report.name} ({report.path}), status {report.status or 'unknown'}, moot {report.moot_version}",
         f"wall time of its sessions {fixed(report.wall_s, 1)} s; "

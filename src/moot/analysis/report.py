@@ -19,7 +19,8 @@ the report from them. The names other modules import from here are kept here (``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,8 +40,10 @@ from moot.analysis.transcripts import (
     transcript,
     with_diversity,
 )
+from moot.backends.base import served_model
 from moot.errors import MootError
 from moot.runner.config import ResolvedCondition
+from moot.runner.records import StoredCall
 from moot.runner.store import RunStore
 from moot.runner.summary import Usage, UsedCalls, usage, used_calls
 
@@ -179,7 +182,8 @@ def build_report(
             t = transcripts[i]
             transcripts[i] = with_diversity(t, diversities.values.get(t.result_key), diversities.measure)
         names = list(dict.fromkeys([*conditions, *(t.condition for t in transcripts)]))
-        paid = usage(store.iter_calls(), used, meta.config.prices, lambda unit: (unit[0], unit[1]))
+        models: Counter[tuple[str, str]] = Counter()
+        paid = usage(_counted(store.iter_calls(), models), used, meta.config.prices, lambda unit: (unit[0], unit[1]))
         tasks = list(dict.fromkeys(t.task for t in transcripts))
         by_task: dict[str, list[Transcript]] = {task: [] for task in tasks}
         for t in transcripts:
@@ -206,10 +210,18 @@ def build_report(
                 store.path, (t.result_key for t in transcripts), diversities.values, diversities.measure
             ),
             reader=reader,
+            models=tuple((name, model, n) for (name, model), n in sorted(models.items())),
         )
     finally:
         if owned:
             store.close()
+
+
+def _counted(calls: Iterable[StoredCall], models: Counter[tuple[str, str]]) -> Iterator[StoredCall]:
+    """``calls``, counting on the way which model answered each under its configured name."""
+    for call in calls:
+        models[(call.model_name, served_model(call.model))] += 1
+        yield call
 
 
 BUDGET_MEASURE: Measure = "tokens"  # the report's equal-budget comparison: debates against vote@k at equal tokens

@@ -113,6 +113,12 @@ class Reply:
         return sum(s.reasoning_tokens or 0 for s in self.samples)
 
 
+def served_model(model_id: str) -> str:
+    """The model part of a backend's ``model_id``: an ``openai`` id names its servers too
+    (``openai:URL:MODEL``), and a server may move (another port, a replica) while serving the same model."""
+    return model_id.rsplit(":", 1)[-1] if model_id.startswith("openai:") else model_id
+
+
 @runtime_checkable
 class Backend(Protocol):
     """An async text generator. Implementations must be safe to call concurrently."""

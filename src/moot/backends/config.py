@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 DEFAULT_KIND = "local"
 # Options that runs stored before them do not have in their configs (see _without_new_defaults).
-LATER_OPTIONS = frozenset({"slots", "port", "cooldown_s"})
+LATER_OPTIONS = frozenset({"slots", "port", "cooldown_s", "max_reply_bytes"})
 
 
 class BackendSettings(BaseModel):
@@ -235,7 +235,9 @@ class OpenAIBackendConfig(BackendSettings):
         default=None, description="the server's /v1 URL, or a list of the URLs of endpoints serving the same model"
     )
     api_key_env: str = Field(default="OPENAI_API_KEY", description="variable holding the key")
-    timeout_s: float = Field(default=600.0, gt=0, description="per-request timeout")
+    timeout_s: float = Field(
+        default=600.0, gt=0, description="the most one attempt may take, from the request to its reply's last byte"
+    )
     max_retries: int = Field(default=2, ge=0, description="retries on transient errors")
     max_concurrency: int = Field(
         default=8,
@@ -250,6 +252,9 @@ class OpenAIBackendConfig(BackendSettings):
         ge=0,
         description="with several endpoints: how long one that fails (connection, timeout, 5xx) is out of "
         "rotation; doubled on each further failure up to 10 times this (0: never taken out)",
+    )
+    max_reply_bytes: int = Field(
+        default=8 * 2**20, gt=0, description="the largest reply read (default 8 MiB); a larger one is a failed call"
     )
 
     @field_validator("base_url", mode="before")

@@ -9,11 +9,22 @@ every message).
 
 The SDK is the transport; the reply is read and validated here. A reply that is not a chat
 completion (a truncated or non-UTF-8 body, an HTML page, a field of the wrong type, a null message
-content) is a failed call, as a 5xx is: it is retried, and after ``max_retries`` retries it is a
-BackendError naming what was wrong, which ends its question with status ``error`` and lets the run
-go on. Retries (of connection errors, timeouts, 408, 409, 429, 5xx and malformed replies, never of
-other client errors) back off as the SDK's own do: 0.5 s doubling up to 8 s, less up to 25 %
-jitter, or the server's Retry-After when it asks for at most a minute.
+content, JSON nested too deeply to read, a token count below 0 or from 2**53 up, a log-probability
+that is not finite or is above 0, fewer log-probabilities than generated tokens) is a failed call, as a
+5xx is: it is retried, and after ``max_retries`` retries it is a BackendError naming what was wrong,
+which ends its question with status ``error`` and lets the run go on. Retries (of connection errors,
+timeouts, 408, 409, 429, 5xx and malformed replies, never of other client errors) back off as the
+SDK's own do: 0.5 s doubling up to 8 s, less up to 25 % jitter, or the server's Retry-After when it
+asks for at most a minute. A lone surrogate (JSON's ``"\\ud800"``, which no store or terminal can write)
+in any text of a reply, or of an error message, is read as U+FFFD, so that the reply is kept, readable.
+
+No server can hold a run or fill its memory. ``timeout_s`` bounds each attempt as a whole, from sending
+the request to the last byte of the reply (a server that trickles a byte at a time does not hold it
+open): an attempt past it is a timeout, retried. No reply is read beyond ``max_reply_bytes`` (8 MiB):
+the read stops there and the call fails, not retried. moot asks for replies uncompressed, and refuses a
+compressed one (it could unpack to far more than the bound). Nor does it follow a redirect: a 3xx is a
+failed call, not retried, that names where the server points (the store would otherwise record an
+endpoint that did not answer).
 
 Endpoints. ``base_url`` may list several endpoints serving the same model (replicas). Each request goes
 to the endpoint with the least outstanding work: the fewest requests in flight relative to its limit,
@@ -36,18 +47,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import importlib
 import json
 import math
 import os
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
-from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
+from typing import Annotated, Any, TypeVar
+from urllib.parse import SplitResult, parse_qsl, urljoin, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
 from moot.backends.config import OpenAIBackendConfig
@@ -66,16 +79,28 @@ DEFAULT_CONCURRENCY = 8  # an endpoint's limit when neither the config nor the s
 PROPS_TIMEOUT_S = 10.0  # GET /props is a server's answer about itself: it is quick or it is not there
 MAX_COOLDOWN_FACTOR = 10  # a cool-down doubles up to this many times cooldown_s
 RECHECK_S = 1.0  # with several endpoints, a waiting request looks again at least this often
+MAX_COUNT = 2**53  # a token count is below this: beyond it no count is exact in a float, or fits a store
+LOGPROB_SLACK = 1e-6  # a log-probability may pass 0 by a float's rounding, no more
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of a lone "\\ud800"
 
 
 # -- what a reply must be (extra fields are ignored; types are strict: "12" is not a token count) --------
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
 
+    @field_validator("*")
+    @classmethod
+    def _no_lone_surrogates(cls, value: Any) -> Any:
+        """Every text of a reply storable and printable (see ``_readable``)."""
+        return _readable(value) if isinstance(value, str) else value
+
+
+_Count = Annotated[int, Field(ge=0, lt=MAX_COUNT)]
+
 
 class _Token(_Strict):
     token: str
-    logprob: float
+    logprob: float = Field(allow_inf_nan=False, le=LOGPROB_SLACK)
 
 
 class _Logprobs(_Strict):
@@ -95,12 +120,12 @@ class _Choice(_Strict):
 
 
 class _Details(_Strict):
-    reasoning_tokens: int | None = Field(default=None, ge=0)
+    reasoning_tokens: _Count | None = None
 
 
 class _Usage(_Strict):
-    prompt_tokens: int = Field(default=0, ge=0)
-    completion_tokens: int = Field(default=0, ge=0)
+    prompt_tokens: _Count = 0
+    completion_tokens: _Count = 0
     completion_tokens_details: _Details | None = None
 
 
@@ -129,6 +154,7 @@ class _Failure(Exception):
         status: int | None = None,
         down: bool = False,
     ):
+        message = _readable(message)
         super().__init__(message)
         self.message = message
         self.retry = retry
@@ -178,15 +204,17 @@ class OpenAIBackend:
             register_url_secrets(url)
             # the SDK appends paths to a base URL's query; its parameters go with every request instead
             parts = urlsplit(url)
+            shown = redact(url)
             client = openai.AsyncOpenAI(
                 base_url=urlunsplit(parts._replace(query="", fragment="")),
                 default_query=dict(parse_qsl(parts.query)) or None,
                 api_key=key or PLACEHOLDER_KEY,
                 timeout=config.timeout_s,
                 max_retries=0,  # retried here, malformed replies too, within one bound
+                http_client=_http_client(shown, config.max_reply_bytes),
             )
             props, tokenize = _root_url(parts, "props"), _root_url(parts, "tokenize")
-            self._endpoints.append(_Endpoint(redact(url), client, props, tokenize, config.max_concurrency))
+            self._endpoints.append(_Endpoint(shown, client, props, tokenize, config.max_concurrency))
         self.base_url = ", ".join(e.url for e in self._endpoints)  # what messages about the backend show
         self._model = config.model
         self._sized_by_server = "max_concurrency" not in config.model_fields_set  # a given limit always wins
@@ -204,7 +232,7 @@ class OpenAIBackend:
     @property
     def model_id(self) -> str:
         """``openai:URL:MODEL``; with several endpoints their URLs sorted and joined by commas."""
-        return f"openai:{','.join(sorted(e.url for e in self._endpoints))}:{self._model or '?'}"
+        return f"openai:{','.join(sorted(e.url for e in self._endpoints))}:{redact(self._model or '?')}"
 
     @property
     def supports_logprobs(self) -> bool:
@@ -293,13 +321,14 @@ class OpenAIBackend:
         """The endpoint's limit from its server, where it says (llama-server: ``total_slots`` in /props);
         any other answer (404 from vLLM or OpenAI, no such field, a failure) leaves the default."""
 
+        timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
+
         async def props(client: Any) -> Any:
-            timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
             return await client.get(endpoint.props_url, cast_to=str, options={"timeout": timeout})
 
         try:
-            data = json.loads(await self._send(props, endpoint))
-        except (_Failure, ValueError, TypeError):
+            data = _json(await self._send(props, endpoint, timeout))
+        except _Failure:
             return
         slots = data.get("total_slots") if isinstance(data, dict) else None
         if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
@@ -352,10 +381,8 @@ class OpenAIBackend:
             message = choice.message
             if message.content is None and not (message.reasoning_content or message.reasoning):
                 raise _Failure(f"{endpoint.url} returned a reply without message content (null)", retry=True)
-            if request.logprobs and (choice.logprobs is None or choice.logprobs.content is None):
-                raise _Failure(
-                    f"{endpoint.url} returned no log-probabilities although they were asked for", retry=False
-                )
+            if request.logprobs:
+                _check_logprobs(choice, completion.usage, request, endpoint.url)
             return choice, completion.usage, endpoint.url
 
         (choice, usage, url), start = await self._attempts(send, read)
@@ -405,13 +432,14 @@ class OpenAIBackend:
         if self._model:
             body["model"] = self._model
 
+        timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
+
         async def post(client: Any) -> Any:
-            timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
             return await client.post(endpoint.tokenize_url, body=body, cast_to=str, options={"timeout": timeout})
 
         try:
-            tokenized = _tokens(json.loads(await self._send(post, endpoint)))
-        except (_Failure, ValueError, TypeError):
+            tokenized = _tokens(_json(await self._send(post, endpoint, timeout)))
+        except _Failure:
             tokenized = None
         if self._tokenize is None:
             self._tokenize = tokenized is not None
@@ -545,16 +573,25 @@ class OpenAIBackend:
         return failure.message
 
     # -- one request --------------------------------------------------------------------------------------
-    async def _send(self, send: Send, endpoint: _Endpoint) -> Any:
-        """One request to ``endpoint``; every way it can fail becomes a _Failure."""
+    async def _send(self, send: Send, endpoint: _Endpoint, deadline: float | None = None) -> Any:
+        """One request to ``endpoint``, its reply read whole within ``deadline`` seconds (``timeout_s``: the
+        SDK's timeout bounds each read, not the call); every way it can fail becomes a _Failure."""
         import openai
 
         url = endpoint.url
+        deadline = self._timeout_s if deadline is None else deadline
         try:
-            return await send(endpoint.client)
+            async with asyncio.timeout(deadline):
+                return await send(endpoint.client)
+        except _Failure:  # a reply refused while it was read (_http_client)
+            raise
+        except TimeoutError:
+            raise _Failure(f"{url} gave no complete reply within {deadline:g} s", retry=True, down=True) from None
         except openai.APIConnectionError as exc:  # timeouts too
             raise _Failure(f"cannot reach {url}: {exc}", retry=True, down=True) from None
         except openai.APIStatusError as exc:
+            if 300 <= exc.status_code < 400:
+                raise _Failure(_redirected(url, exc.response), retry=False, status=exc.status_code) from None
             message = re.sub(r"^Error code: \d+ - ", "", str(exc.message))
             headers = exc.response.headers
             retry = exc.status_code in RETRY_STATUSES or exc.status_code >= 500
@@ -564,7 +601,7 @@ class OpenAIBackend:
                 retry, retry_after = False, None
             text = f"{url} answered HTTP {exc.status_code}: {_short(message)}"
             raise _Failure(text, retry, retry_after, exc.status_code, down=exc.status_code >= 500) from None
-        except openai.OpenAIError as exc:
+        except Exception as exc:  # the SDK's other errors, and its HTTP library's on a reply it cannot take
             raise _Failure(f"{url}: {type(exc).__name__}: {_short(str(exc))}", retry=True) from None
 
     def _validated(self, raw: Any, shape: type[_Strict], url: str) -> Any:
@@ -583,19 +620,22 @@ class OpenAIBackend:
             ) from None
         try:
             data = json.loads(text)
+            if isinstance(data, dict) and "error" in data and "choices" not in data and "data" not in data:
+                error = data["error"]
+                message = error.get("message", error) if isinstance(error, dict) else error
+                raise _Failure(f"{url} returned an error: {_short(str(message))}", True)
+            return shape.model_validate(data)
         except json.JSONDecodeError as exc:
             where = f"{exc.msg}, character {exc.pos} of {len(text)}"
             raise _Failure(f"{url} returned a reply that is not valid JSON, truncated? ({where})", True) from None
-        if isinstance(data, dict) and "error" in data and "choices" not in data and "data" not in data:
-            error = data["error"]
-            message = error.get("message", error) if isinstance(error, dict) else error
-            raise _Failure(f"{url} returned an error: {_short(str(message))}", True)
-        try:
-            return shape.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "the reply"
             raise _Failure(f"{url} returned a malformed reply ({where}: {first['msg']})", True) from None
+        except ValueError as exc:  # a number of more than 4,300 digits
+            raise _Failure(f"{url} returned a reply that moot cannot read ({_short(str(exc))})", True) from None
+        except RecursionError:  # json.loads (or str) of brackets nested thousands deep
+            raise _Failure(f"{url} returned a reply nested too deeply to read", True) from None
 
     async def _wait_for_rate(self) -> None:
         """Space request starts by 60 / requests_per_minute seconds (over all endpoints)."""
@@ -624,6 +664,119 @@ async def _each(calls: Iterable[Awaitable[T]]) -> list[T]:
 
 def _list_models(client: Any) -> Awaitable[Any]:
     return client.models.with_raw_response.list()
+
+
+def _check_logprobs(choice: _Choice, usage: _Usage | None, request: GenerationRequest, url: str) -> None:
+    """The log-probabilities asked for are there, one per generated token where that can be told: real
+    servers send fewer for a stop string's tokens (llama-server), for the end token (llama-cpp-python,
+    finish_reason "stop") and for a reasoning model's thinking (counted in ``completion_tokens``)."""
+    tokens = choice.logprobs.content if choice.logprobs is not None else None
+    if tokens is None:
+        raise _Failure(f"{url} returned no log-probabilities although they were asked for", retry=False)
+    details = usage.completion_tokens_details if usage is not None else None
+    message = choice.message
+    if (
+        usage is None
+        or "completion_tokens" not in usage.model_fields_set
+        or request.stop
+        or message.reasoning_content
+        or message.reasoning
+        or (details is not None and details.reasoning_tokens)
+    ):
+        return
+    unscored = 1 if choice.finish_reason == "stop" else 0
+    if len(tokens) < usage.completion_tokens - unscored:
+        count = f"{len(tokens)} log-probabilities for {usage.completion_tokens} generated tokens"
+        raise _Failure(f"{url} returned {count}", retry=True)
+
+
+def _http_client(url: str, limit: int) -> Any:
+    """The SDK's HTTP client for the endpoint at ``url``, but that it follows no redirect (``_send`` names
+    it), asks for replies uncompressed and refuses a compressed one, and reads none beyond ``limit`` bytes:
+    each refusal is a failed call, not retried."""
+    import openai
+
+    async def bound(response: Any) -> None:
+        """Called with each reply's status and headers, before its body is read."""
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise _Failure(f"{url} sent a {encoding}-encoded reply, though moot asks for replies uncompressed", False)
+        response.stream = _bounded_stream()(response.stream, limit, url)
+
+    return openai.DefaultAsyncHttpxClient(
+        follow_redirects=False, headers={"Accept-Encoding": "identity"}, event_hooks={"response": [bound]}
+    )
+
+
+def _http_library() -> Any:
+    """The HTTP library the SDK is built on: httpx2 from openai 3 on, httpx before (alike in what moot uses)."""
+    try:
+        return importlib.import_module("httpx2")
+    except ModuleNotFoundError:  # pragma: no cover - openai before 3
+        return importlib.import_module("httpx")
+
+
+@functools.cache
+def _bounded_stream() -> type:
+    """The body of a reply as read, failing once it passes a limit (made on first use: the HTTP library is
+    loaded with the SDK, not with moot)."""
+
+    class Bounded(_http_library().AsyncByteStream):  # type: ignore[misc]
+        def __init__(self, stream: Any, limit: int, url: str):
+            self._stream, self._limit, self._url = stream, limit, url
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            read = 0
+            async with contextlib.aclosing(aiter(self._stream)) as chunks:
+                async for chunk in chunks:
+                    read += len(chunk)
+                    if read > self._limit:
+                        raise _Failure(_too_large(self._url, self._limit), retry=False)
+                    yield chunk
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
+
+        @property
+        def elapsed(self) -> Any:  # what the response reports as its time, once read
+            return getattr(self._stream, "elapsed", None)
+
+    return Bounded
+
+
+def _too_large(url: str, limit: int) -> str:
+    """What a reply past the bound is refused with: the bound in its largest whole unit."""
+    units = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("bytes", 1))
+    unit, size = next((unit, size) for unit, size in units if limit % size == 0)
+    return f"{url} sent a reply larger than {limit // size:,} {unit}"
+
+
+def _redirected(url: str, response: Any) -> str:
+    """What a redirect is refused with: where it points (resolved, credentials masked), if it says."""
+    location = response.headers.get("location")
+    target = ""
+    if location:
+        try:
+            target = " to " + _short(redact(urljoin(str(response.url), location)))
+        except ValueError:  # not a URL
+            target = " to " + _short(redact(location))
+    return (
+        f"{url} answered HTTP {response.status_code} (a redirect{target}); "
+        "moot does not follow redirects: give the final URL as base_url"
+    )
+
+
+def _readable(text: str) -> str:
+    """``text`` with each lone surrogate (which no store or terminal can write) as U+FFFD."""
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _json(text: str) -> Any:
+    """``text`` as JSON; None where it is none, or too deep or too long to read."""
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        return None
 
 
 def _root_url(parts: SplitResult, name: str) -> str:

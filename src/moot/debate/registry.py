@@ -8,7 +8,8 @@ with its defaults, a table such as ``{kind = "ring", k = 2}`` sets its parameter
 Built-in rules are discovered by importing every module under ``moot.debate.components``, so a new
 rule is one new file there. A user's own rule lives in their own file, loaded with ``load_plugin``
 (named in an experiment file's ``plugins = [...]``, ``moot --plugin FILE``, or called from Python), or
-in an installed package that declares it as an entry point (``moot.plugins``).
+in an installed package that declares it as an entry point (``moot.plugins``). Loading a file runs it:
+an experiment file that names plug-ins must be trusted like a script.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from moot.errors import ConfigError
+from moot.plugins import plugin_code
 
 FAMILIES = (
     "schedule",
@@ -181,11 +183,19 @@ def _unregistered(family: str) -> type[Unregistered]:
 FILE_PLUGIN = "moot_plugin_"  # the prefix of a plug-in file's module name (``load_plugin``)
 
 
-def load_plugin(path: str | Path) -> None:
-    """Import a user's Python file so that the rules it ``@register``s can be named (idempotent)."""
+def plugin_file(path: str | Path) -> Path:
+    """The plug-in file ``path`` names, resolved; a ConfigError when there is none. Runs nothing."""
     file = Path(path).expanduser().resolve()
     if not file.is_file():
         raise ConfigError(f"plugin {path}: no such file")
+    return file
+
+
+def load_plugin(path: str | Path) -> None:
+    """Import a user's Python file so that the rules it ``@register``s can be named (idempotent). This runs
+    the file: load only files you trust. Whatever it raises while loading (SystemExit included, but not
+    KeyboardInterrupt) is a ConfigError naming it, and it is not loaded."""
+    file = plugin_file(path)
     name = FILE_PLUGIN + "".join(c if c.isalnum() else "_" for c in str(file))
     if name in sys.modules:
         return
@@ -195,10 +205,11 @@ def load_plugin(path: str | Path) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
+        with plugin_code(f"plugin {path}"):
+            spec.loader.exec_module(module)
+    except BaseException:
         del sys.modules[name]
-        raise ConfigError(f"plugin {path}: {type(exc).__name__}: {exc}") from None
+        raise
 
 
 TEMPLATES: dict[str, Callable[..., Any]] = {}

@@ -12,7 +12,7 @@ import os
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -29,15 +29,16 @@ from pydantic import (
 from moot.backends.config import BackendConfig, default_backend
 from moot.debate.agents import AgentSpec, Sampling
 from moot.debate.protocols import COMPONENT_FIELDS, PRESETS, ProtocolSpec, resolve_protocol
-from moot.debate.registry import load_plugin
+from moot.debate.registry import STORED, load_plugin, plugin_file
 from moot.errors import ConfigError, MootError
-from moot.limits import MAX_SEEDS, SEED_RANGE, name_problem
+from moot.limits import MAX_PLANNED_RESULTS, MAX_SEEDS, SEED_RANGE, canonical_name, name_problem
 
 if TYPE_CHECKING:
     from moot.tasks.base import Task
 
 
 def _name(value: str) -> str:
+    value = canonical_name(value)
     problem = name_problem(value)
     if problem is not None:
         raise ValueError(problem)
@@ -45,8 +46,11 @@ def _name(value: str) -> str:
 
 
 # A name of an experiment, condition, agent or preset: a label in reports and, for an experiment, part
-# of its store's file name (moot.limits.name_problem says what it may not hold).
+# of its store's file name (moot.limits.name_problem says what it may not hold). It is kept in NFC
+# (``canonical_name``), so that two spellings of one name that read alike are one name, and a duplicate.
 Name = Annotated[str, AfterValidator(_name)]
+# What names a task, a preset or a protocol: in NFC too, so that it finds what a Name names.
+Reference = Annotated[str, AfterValidator(canonical_name)]
 
 
 class StrictModel(BaseModel):
@@ -61,7 +65,7 @@ class TaskSelection(StrictModel):
     With ``format`` the task is the ``data`` file itself (moot.tasks.datafile): ``name`` names it (not a
     built-in task's name), ``fields`` maps its keys to the file's columns, ``prompt`` is an optional template."""
 
-    name: str
+    name: Reference
     data: str | None = Field(
         default=None, description='"hub", or a local JSONL/CSV/Parquet file (in the task\'s schema, or read as format)'
     )
@@ -168,7 +172,7 @@ class ProtocolOverrides(StrictModel):
 class PresetConfig(ProtocolOverrides):
     """A user-defined preset: a base preset plus component choices and defaults."""
 
-    base: str = "society"
+    base: Reference = "society"
     agents: int | None = Field(default=None, ge=1)
     rounds: int | None = Field(default=None, ge=1)
     reference: str = ""
@@ -184,7 +188,7 @@ class ConditionConfig(ProtocolOverrides):
     it only when a task of the experiment is scored by one."""
 
     name: Name
-    protocol: str
+    protocol: Reference
     agents: int | list[AgentTemplate] | None = None
     rounds: int | None = None
     judge: AgentTemplate | None = None
@@ -200,7 +204,9 @@ class Price(StrictModel):
 class ExperimentConfig(StrictModel):
     name: Name = "experiment"
     plugins: tuple[str, ...] = Field(
-        default=(), description="Python files that register their own components (moot.debate.registry.register)"
+        default=(),
+        description="Python files that register their own components (moot.debate.registry.register), in the "
+        "experiment file's folder or below; they run as code: trust the file as a script",
     )
     output: Path | None = None
     calls_from: tuple[Path, ...] = Field(
@@ -224,6 +230,16 @@ class ExperimentConfig(StrictModel):
         per_seed = sum(len(t.ids) if t.ids is not None else t.count or 0 for t in self.tasks)
         return per_seed * len(self.seeds) * len(self.conditions)
 
+    @model_validator(mode="after")
+    def _plannable(self) -> Self:
+        """Limits within bounds can multiply: 1,000 seeds of 100,000 questions are 10^8 results to plan."""
+        if (planned := self.planned_units()) > MAX_PLANNED_RESULTS:
+            raise ValueError(
+                f"{planned:,} results planned (questions x seeds x conditions); a run holds at most "
+                f"{MAX_PLANNED_RESULTS:,}: split it into several experiments"
+            )
+        return self
+
     @field_validator("seeds")
     @classmethod
     def _seeds_unique(cls, seeds: tuple[int, ...]) -> tuple[int, ...]:
@@ -235,13 +251,33 @@ class ExperimentConfig(StrictModel):
             raise ValueError("a seed is a 64-bit integer, from -2**63 to 2**63 - 1")
         return seeds
 
+    @field_validator("tasks")
+    @classmethod
+    def _tasks_unique(cls, tasks: tuple[TaskSelection, ...]) -> tuple[TaskSelection, ...]:
+        """One table per task: a store keys results by task and question id, so two selections of one task
+        share their ids (arithmetic's count 5 and count 3 are 5 questions, not 8) and report wrong totals."""
+        first: dict[str, int] = {}
+        for i, task in enumerate(tasks):
+            if task.name in first:
+                raise ValueError(
+                    f"task {task.name!r} is selected by tasks.{first[task.name]} and tasks.{i}; a task has one "
+                    "table (its questions share their ids): give it one count, or the ids of every question"
+                )
+            first[task.name] = i
+        return tasks
+
     @field_validator("presets")
     @classmethod
     def _preset_names(cls, presets: dict[str, PresetConfig]) -> dict[str, PresetConfig]:
-        for name in presets:
+        named: dict[str, PresetConfig] = {}
+        for written, preset in presets.items():
+            name = canonical_name(written)
             if (problem := name_problem(name)) is not None:
-                raise ValueError(f"preset {name[:40]!r}: {problem}")
-        return presets
+                raise ValueError(f"preset {written[:40]!r}: {problem}")
+            if name in named:
+                raise ValueError(f"duplicate preset name {name!r}")
+            named[name] = preset
+        return named
 
     @field_validator("conditions")
     @classmethod
@@ -423,28 +459,55 @@ def _format_error(exc: ValidationError, source: str) -> ConfigError:
 
 
 def parse_experiment(data: dict[str, Any], source: str = "experiment", base: Path | None = None) -> ExperimentConfig:
-    """Validate an experiment table, first loading its ``plugins`` (paths relative to ``base``, the
-    experiment file's folder) so that the components they register can be named. A task's ``data``
-    file is relative to ``base`` too (``hub`` is not a path); without ``base``, to the working directory."""
+    """Validate an experiment table. A task's ``data`` file is relative to ``base``, the experiment file's
+    folder (``hub`` is not a path); without ``base``, to the working directory.
+
+    Its ``plugins`` are Python files, run when loaded: an experiment file that names any must be trusted
+    like a script. Each must lie in ``base`` or below it (``_plugin_files``), and none runs before every
+    other key validates: the table is validated first with what a plug-in registers (a rule, a backend
+    kind) taken as written, then the plug-ins are loaded and it is validated again, now against them."""
     if base is not None and isinstance(data.get("tasks"), list):
         data = {**data, "tasks": [_data_against(task, base) for task in data["tasks"]]}
-    plugins = data.get("plugins", ())
-    if isinstance(plugins, list | tuple):
-        resolved = []
-        for plugin in plugins:
-            if isinstance(plugin, str):
-                path = (base or Path.cwd()) / Path(plugin).expanduser()
-                try:
-                    load_plugin(path)
-                except ConfigError as exc:
-                    raise ConfigError(f"{source}: plugins: {exc}") from None
-                resolved.append(str(path.resolve()))
-        data = {**data, "plugins": resolved} if len(resolved) == len(plugins) else data
+    plugins = _plugin_files(data.get("plugins", ()), source, base)
+    if plugins:
+        data = {**data, "plugins": [str(path) for path in plugins]}
+        _validate(data, source, STORED)  # as a stored run is read: a plug-in's names are kept as data
+        for path in plugins:
+            try:
+                load_plugin(path)
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: plugins: {exc}") from None
+    return _validate(data, source)
+
+
+def _validate(data: dict[str, Any], source: str, context: dict[str, Any] | None = None) -> ExperimentConfig:
     try:
-        config = ExperimentConfig.model_validate(data)
+        return ExperimentConfig.model_validate(data, context=context)
     except ValidationError as exc:
         raise _format_error(exc, source) from None
-    return config
+
+
+def _plugin_files(plugins: Any, source: str, base: Path | None) -> list[Path]:
+    """The files ``plugins`` names, resolved against ``base`` (else the working folder), each a file in that
+    folder or below it (a ConfigError for a '..' escape, a path or a link outside it, a missing file); none
+    when ``plugins`` is not a list of paths (its validation says why)."""
+    if not isinstance(plugins, list | tuple) or not all(isinstance(p, str) for p in plugins):
+        return []
+    folder = (base or Path.cwd()).resolve()
+    where = "the experiment file's folder" if base is not None else "the working folder"
+    files = []
+    for plugin in plugins:
+        path = (folder / Path(plugin).expanduser()).resolve()
+        if not path.is_relative_to(folder):
+            raise ConfigError(
+                f"{source}: plugins: {plugin} is outside {where} ({folder}); a plug-in runs as code, so an "
+                "experiment file may name only files in its own folder or below (load another with moot --plugin)"
+            )
+        try:
+            files.append(plugin_file(path))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: plugins: {exc}") from None
+    return files
 
 
 def _data_against(task: Any, base: Path) -> Any:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from moot.backends.base import Backend, BackendConfig
+from moot.backends.base import Backend, BackendConfig, served_model
 from moot.debate.agents import Agent
 from moot.debate.components.history import HISTORY_MODE
 from moot.debate.context import FILTER_NAME, JUDGE_NAME, MODERATOR_NAME
@@ -209,21 +209,19 @@ class Experiment:
         """The existing store of this experiment, checked before anything is loaded; None if there is none."""
         if not self.output.exists() or RunStore.is_blank(self.output):
             return None
-        store = RunStore.open(self.output)
+        return RunStore.open(self.output, accept=self._accept)
+
+    def _accept(self, store: RunStore) -> None:
+        """Refuse a store (read-only, before anything on disk changes) that holds another experiment's run,
+        or another shard of this one."""
         if store.meta().get("fingerprint_hash") != fingerprint_hash(self.fingerprint):
-            store.close()
             raise ConfigError(
                 f"{self.output} holds a run of a different experiment (conditions, tasks, seeds or agents "
                 "differ); choose another output path"
             )
-        try:
-            stored = Shard.from_meta(store.meta().get("shard"))
-            if stored != self.shard:
-                raise ConfigError(self._other_shard(stored))
-        except BaseException:
-            store.close()
-            raise
-        return store
+        stored = Shard.from_meta(store.meta().get("shard"))
+        if stored != self.shard:
+            raise ConfigError(self._other_shard(stored))
 
     def _other_shard(self, stored: Shard | None) -> str:
         """Why this store is not this run's: it holds another shard, or the whole run, of this experiment."""
@@ -301,12 +299,26 @@ class Experiment:
         ]
         self._widths = request_widths(groups)
         await check_agents([a for group in groups for a in group], groups)
+        models = {cfg.model_name(): {"backend": cfg.kind, "model_id": b.model_id} for cfg, b in self._backends.items()}
         if self._store is None:  # created only once every model loads and every server answers
             self._store = self._create_store()
-        self.store.set_meta(
-            "models",
-            {cfg.model_name(): {"backend": cfg.kind, "model_id": b.model_id} for cfg, b in self._backends.items()},
-        )
+        else:
+            self._same_models(models)
+        self.store.set_meta("models", models)
+
+    def _same_models(self, models: dict[str, dict[str, str]]) -> None:
+        """Refuse to resume a run whose models are no longer those that answered it: a server that now
+        serves another model under the same name (``-m`` not given: its only model) would mix two models'
+        calls in one run, which no table could undo."""
+        stored = self.store.meta().get("models") or {}
+        for name, now in models.items():
+            before = stored.get(name, {}).get("model_id") if isinstance(stored.get(name), dict) else None
+            if isinstance(before, str) and served_model(before) != served_model(now["model_id"]):
+                raise ConfigError(
+                    f"{self.output} was answered by {served_model(before)!r} ({name}), but the backend now "
+                    f"serves {served_model(now['model_id'])!r}: resuming would mix two models in one run. Serve "
+                    "the same model again, or give this run another output"
+                )
 
     def concurrency(self) -> int:
         """Questions in flight: enough to keep every backend's slots busy (its parallel requests over

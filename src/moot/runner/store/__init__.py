@@ -7,7 +7,10 @@ together in one transaction, so a question is either wholly stored or not at all
 The store writes the engine's records and reads the same types back (``results``,
 ``conditions``, ``run_meta`` ...; see ``moot.runner.records``): its column names and
 JSON layouts stay in this package. A store written with an older schema is migrated
-in place when opened for writing (``MIGRATIONS``), in one transaction.
+in place when opened for writing (``MIGRATIONS``), in one transaction, once the opener accepts it: a
+store refused (held by another run, or another experiment's: ``RunStore.open``'s ``accept``) is left as
+it was. Every text it writes is valid UTF-8: a lone surrogate (a reply's "\\ud800") becomes U+FFFD
+(``codec.store_text``), so no reply can make a write fail.
 
 Readers (``RunStore.read``: ``moot report``, ``export``, ``runs``) open the file read-only and change
 nothing: a store closed cleanly (no ``-wal`` file beside it) is read as an immutable file, so no
@@ -17,7 +20,8 @@ schema is migrated in a copy in memory. A file that is not a moot store is refus
 
 A run holds its store exclusively (``StoreLock``: an OS lock on ``STORE.lock`` beside it, which dies
 with the process): a second run on the same store is refused, naming the first one's PID; a store
-whose status says "running" while no process holds it was left by a killed run ("interrupted").
+whose status says "running" while no process holds it was left by a killed run ("interrupted"), and so
+was a session left "running" (recorded as interrupted when the next session starts).
 
 Every SQLite fault (a damaged file, a missing table, bad JSON, a read-only file or folder, a full
 disk) is raised as a ``StoreError`` naming the store, never as a raw sqlite3 error.

@@ -1,21 +1,93 @@
 """The JSON layouts of the records a store holds: a call's request and reply (``calls.request``,
 ``calls.reply``), a round's vote, judge, pool and retention (``results.votes``) and a turn's row
 (``turns``), to and from what the engine uses. The engine's types are imported where they are used, so
-that opening a store and listing it (``moot runs``) loads no backend, protocol or task code."""
+that opening a store and listing it (``moot runs``) loads no backend, protocol or task code.
+
+Every text the store writes passes ``store_text``, which replaces a lone surrogate (a reply's "\\ud800"
+escape, decoded) with U+FFFD: SQLite cannot encode one, so a single such reply would fail every write of
+its question, on every rerun. A store's connections (``TextSafeConnection``) pass every bound value
+through it, and its JSON (``to_json``) every string, but for a call's reply (``reply_to_json``)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
+
+from moot.limits import without_lone_surrogates
 
 if TYPE_CHECKING:
     from moot.backends.base import GenerationRequest, Reply
     from moot.debate.records import RoundRecord, Turn, Vote
 
 
+def store_text(value: Any) -> Any:
+    """A value as the store writes it: a string without lone surrogates (each becomes U+FFFD), anything
+    else as it is."""
+    return without_lone_surrogates(value) if isinstance(value, str) else value
+
+
+def _json_text(value: Any) -> Any:
+    """A JSON value with ``store_text`` applied to every string in it, keys included."""
+    if isinstance(value, Mapping):
+        return {store_text(k): _json_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_text(v) for v in value]
+    return store_text(value)
+
+
+def to_json(value: Any, *, sort_keys: bool = False) -> str:
+    """``value`` as the store's JSON: ``json.dumps``, every string through ``store_text``."""
+    text = json.dumps(value, sort_keys=sort_keys)
+    # a surrogate can only be written as a "\\udXXX" escape: look again only at JSON holding one (an emoji's too)
+    return text if "\\ud" not in text else json.dumps(_json_text(value), sort_keys=sort_keys)
+
+
+def _bound(parameters: Any) -> Any:
+    """Parameters of an SQL statement, each through ``store_text``."""
+    if isinstance(parameters, Mapping):
+        return {k: store_text(v) for k, v in parameters.items()}
+    return tuple(store_text(v) for v in parameters)
+
+
+_CursorT = TypeVar("_CursorT", bound=sqlite3.Cursor)
+
+
+class TextSafeCursor(sqlite3.Cursor):
+    """A cursor that binds every value through ``store_text``."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Self:
+        return super().execute(sql, _bound(parameters))
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> Self:
+        return super().executemany(sql, (_bound(p) for p in seq_of_parameters))
+
+
+class TextSafeConnection(sqlite3.Connection):
+    """A store's connection (``sqlite3.connect(..., factory=TextSafeConnection)``): its cursors, and so its
+    ``execute`` and ``executemany``, bind every value through ``store_text``."""
+
+    @overload
+    def cursor(self, factory: None = None) -> TextSafeCursor: ...
+    @overload
+    def cursor(self, factory: Callable[[sqlite3.Connection], _CursorT]) -> _CursorT: ...
+    def cursor(self, factory: Callable[[sqlite3.Connection], sqlite3.Cursor] | None = None) -> sqlite3.Cursor:
+        return super().cursor(factory or TextSafeCursor)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> TextSafeCursor:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> TextSafeCursor:
+        return self.cursor().executemany(sql, seq_of_parameters)
+
+
 def reply_to_json(reply: Reply) -> str:
+    """A call's reply as the model gave it: a lone surrogate is kept, escaped ("\\ud800": JSON is ASCII, and
+    SQLite writes it), so that a replay is the very reply, and a resumed question makes the very requests
+    (their call keys) that the run made before it was stopped. Read as text elsewhere (turns, results), it
+    holds U+FFFD."""
     return json.dumps({"model": reply.model, "samples": [asdict(s) for s in reply.samples]})
 
 
@@ -32,7 +104,7 @@ def reply_from_json(text: str) -> Reply:
 
 
 def request_to_json(request: GenerationRequest) -> str:
-    return json.dumps(request.payload(), sort_keys=True)
+    return to_json(request.payload(), sort_keys=True)
 
 
 # -- the JSON layouts of a result's rounds ------------------------------------------------------
@@ -105,7 +177,7 @@ def _turn(row: sqlite3.Row) -> Turn:
 def _turn_row(where: tuple[str, str, str, int], t: Turn, call_key: str) -> tuple[Any, ...]:
     """A turn's row in ``turns`` (``_turn`` reads it back): its result's place ``where`` (condition, task,
     question id, seed), then the turn, the key of the call it used, and its JSON columns."""
-    logprobs = json.dumps([asdict(x) for x in t.logprobs]) if t.logprobs is not None else None
+    logprobs = to_json([asdict(x) for x in t.logprobs]) if t.logprobs is not None else None
     return (
         *where,
         t.round,
@@ -120,7 +192,7 @@ def _turn_row(where: tuple[str, str, str, int], t: Turn, call_key: str) -> tuple
         t.prompt_tokens,
         t.completion_tokens,
         t.latency_s,
-        json.dumps([m.as_dict() for m in t.shown]),
+        to_json([m.as_dict() for m in t.shown]),
         t.nll,
         t.anll,
         t.perplexity,

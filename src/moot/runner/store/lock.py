@@ -37,6 +37,12 @@ def _read_pid(fd: int) -> int:
         return 0
 
 
+def in_use(store: Path, pid: int) -> StoreError:
+    """The error of a store another run holds (``pid``: its PID; 0 when it has not written it yet)."""
+    holder = f"PID {pid}" if pid else "another process"
+    return StoreError(f"{store} is in use by another moot run ({holder}); wait for it to end, or stop it")
+
+
 def lock_holder(store: Path) -> int | None:
     """The PID of the process holding ``store`` (0: one holds it but has not written its PID yet), or
     None when none does. Creates nothing: a store without a lock file is not held."""
@@ -112,10 +118,7 @@ class StoreLock:
                 if time.monotonic() < deadline:
                     time.sleep(0.05)
                     continue
-                holder = f"PID {pid}" if pid else "another process"
-                raise StoreError(
-                    f"{self.store} is in use by another moot run ({holder}); wait for it to end, or stop it"
-                ) from None
+                raise in_use(self.store, pid) from None
             except OSError as exc:
                 os.close(fd)
                 raise StoreError(f"cannot lock {self.store} ({exc.strerror})") from None

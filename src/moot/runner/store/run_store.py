@@ -8,16 +8,18 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moot import __version__
 from moot.errors import MootError
+from moot.outputs import SQLITE_HEADER
 from moot.redact import redact
 from moot.runner.records import CallError, RunListing, RunMeta, Session, StoredCall, StoredModel, StoredResult
 from moot.runner.store.codec import (
+    TextSafeConnection,
     _record,
     _turn,
     _turn_row,
@@ -26,9 +28,10 @@ from moot.runner.store.codec import (
     reply_from_json,
     reply_to_json,
     request_to_json,
+    to_json,
 )
 from moot.runner.store.errors import _FAULTS, StoreError, _guarded, _store_error
-from moot.runner.store.lock import StoreLock, lock_holder
+from moot.runner.store.lock import StoreLock, in_use, lock_holder
 from moot.runner.store.schema import (
     MIGRATIONS,
     SCHEMA,
@@ -58,8 +61,10 @@ class RunStore:
         self.session: int = 0
 
     @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    def _connect(path: Path | str) -> sqlite3.Connection:
+        """A connection to write the store at ``path`` (":memory:": a copy in memory); every text it binds
+        passes ``codec.store_text``."""
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=TextSafeConnection)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=10000")
@@ -75,15 +80,33 @@ class RunStore:
         immutable = not any(p.exists() for p in beside) and lock_holder(path) in (None, os.getpid())
         uri = path.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
         try:
-            db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, factory=TextSafeConnection
+            )
             db.execute("PRAGMA busy_timeout=10000")
         except _FAULTS as exc:
             raise _store_error(path, exc) from None
         return db
 
     @staticmethod
-    def _check(db: sqlite3.Connection, path: Path) -> Any:
-        """The schema version of the moot store behind ``db``; a StoreError for any other file."""
+    def _head(path: Path) -> bytes:
+        """The first bytes of ``path``, as many as SQLite's header has (b"": an empty file). Read, not taken
+        from its size: a file whose size reads as 0 may hold text (/proc/self/status)."""
+        with path.open("rb") as f:
+            return f.read(len(SQLITE_HEADER))
+
+    @classmethod
+    def _check(cls, db: sqlite3.Connection, path: Path) -> Any:
+        """The schema version of the moot store behind ``db``; a StoreError for any other file. A file without
+        SQLite's header is refused as not SQLite, whatever SQLite makes of it: to SQLite an empty file, or one
+        whose size reads as 0 (/proc/self/status), is an empty database."""
+        try:
+            head = cls._head(path)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path} ({exc.strerror})") from None
+        if head != SQLITE_HEADER:
+            what = "an empty file" if not head else "a file of another kind"
+            raise StoreError(f"{path} is not a moot run store: it is not an SQLite database ({what})")
         try:
             tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
@@ -112,10 +135,14 @@ class RunStore:
 
     @classmethod
     def is_blank(cls, path: Path) -> bool:
-        """True for a file left by a run killed while creating its store (no table was committed)."""
+        """True for a file a run may make its new store: an empty one (nothing in it to lose: what a run killed
+        while creating its store leaves, or ``sqlite3.connect`` on a path where none was yet), or an SQLite
+        database with no table (a run killed while creating it). Any other file is not: a run never takes
+        over a file that holds anything."""
         try:
-            if path.stat().st_size == 0:
-                return True
+            head = cls._head(path)
+            if head != SQLITE_HEADER:
+                return head == b""
             db = cls._connect_readonly(path)
             try:
                 return bool(db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0)
@@ -164,15 +191,18 @@ class RunStore:
                     db.execute(statement)
             base = {"schema_version": SCHEMA_VERSION, "moot_version": __version__, "created_at": time.time()}
             for key, value in (base | meta).items():
-                db.execute("INSERT INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+                db.execute("INSERT INTO meta VALUES (?, ?)", (key, to_json(value)))
             for name, config in conditions.items():
-                db.execute("INSERT INTO conditions VALUES (?, ?)", (name, json.dumps(config)))
+                db.execute("INSERT INTO conditions VALUES (?, ?)", (name, to_json(config)))
 
     @classmethod
-    def open(cls, path: Path) -> RunStore:
+    def open(cls, path: Path, accept: Callable[[RunStore], None] | None = None) -> RunStore:
         """An existing store, to write (a run resuming it); one written with an older schema is migrated.
 
-        The file is checked read-only first: a file that is not a moot store is refused unmodified."""
+        Nothing on disk changes before the store is accepted: the file is checked read-only first (a file
+        that is not a moot store is refused unmodified), a store that another process holds is refused, and
+        ``accept``, when given, is called with the store as it reads once migrated (``read``: read-only, an
+        older schema migrated in memory) and refuses it by raising (a run of another experiment)."""
         if not path.is_file():
             raise StoreError(f"no run store at {path}")
         probe = cls._connect_readonly(path)
@@ -180,6 +210,15 @@ class RunStore:
             version = cls._check(probe, path)
         finally:
             probe.close()
+        holder = lock_holder(path)
+        if holder is not None and holder != os.getpid():
+            raise in_use(path, holder)
+        if accept is not None:
+            view = cls.read(path)
+            try:
+                accept(view)
+            finally:
+                view.close()
         cls._check_writable(path)
         try:
             db = cls._connect(path)
@@ -205,7 +244,7 @@ class RunStore:
         try:
             version = cls._check(db, path)
             if version != SCHEMA_VERSION:
-                memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                memory = cls._connect(":memory:")
                 try:
                     db.backup(memory)
                 except _FAULTS as exc:
@@ -325,9 +364,16 @@ class RunStore:
             raise StoreError(f"{self.path}: its run metadata is incomplete or invalid ({exc})") from None
 
     def _status(self, meta: dict[str, Any]) -> str:
-        """The stored status, "interrupted" for "running" when no process holds the store."""
-        status = meta["status"]
-        return "interrupted" if status == "running" and lock_holder(self.path) is None else status
+        """The stored status, as ``_read_status`` reads it."""
+        return self._read_status(meta["status"])
+
+    def _read_status(self, status: str, latest: bool = True) -> str:
+        """A stored status (the run's, or a session's) as it reads: "running" is "interrupted" when no process
+        holds the store (the run was killed: SIGKILL leaves it "running"), and for a session that is not the
+        latest (a later run started after it was killed)."""
+        if status != "running":
+            return status
+        return "running" if latest and lock_holder(self.path) is not None else "interrupted"
 
     def listing(self) -> RunListing:
         """What ``moot runs`` shows of the run: its name, status (as ``run_meta`` reads it), creation time,
@@ -371,10 +417,13 @@ class RunStore:
 
     @_guarded
     def start_session(self, options: dict[str, Any]) -> int:
+        """A new session of the run holding the store; any session still marked running was killed, and is
+        recorded as interrupted."""
         with self._transaction() as db:
+            db.execute("UPDATE sessions SET status = 'interrupted' WHERE status = 'running'")
             cursor = db.execute(
                 "INSERT INTO sessions (started_at, status, options) VALUES (?, 'running', ?)",
-                (time.time(), json.dumps(options)),
+                (time.time(), to_json(options)),
             )
         self.session = int(cursor.lastrowid or 0)
         return self.session
@@ -395,13 +444,15 @@ class RunStore:
 
     @_guarded
     def sessions(self) -> list[Session]:
+        """The run's sessions, in order, each status as ``_read_status`` reads it."""
         last = dict(self._db.execute("SELECT session, MAX(created_at) FROM calls GROUP BY session").fetchall())
+        latest = self._db.execute("SELECT MAX(id) FROM sessions").fetchone()[0]
         return [
             Session(
                 r["id"],
                 r["started_at"],
                 r["finished_at"],
-                r["status"],
+                self._read_status(r["status"], r["id"] == latest),
                 r["calls"],
                 r["cached"],
                 json.loads(r["options"]),
@@ -416,7 +467,7 @@ class RunStore:
         with self._transaction() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO questions VALUES (?, ?, ?, ?, ?)",
-                [(task, q.id, q.prompt, q.gold, json.dumps(q.metadata)) for q in questions],
+                [(task, q.id, q.prompt, q.gold, to_json(q.metadata)) for q in questions],
             )
 
     @_guarded
@@ -554,7 +605,7 @@ class RunStore:
                         "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         _turn_row(where, t, call_keys.get((t.round, t.agent), "")),
                     )
-            final_judge = json.dumps(asdict(result.final_judge)) if result.final_judge else None
+            final_judge = to_json(asdict(result.final_judge)) if result.final_judge else None
             db.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
@@ -565,11 +616,11 @@ class RunStore:
                     result.rounds_used,
                     str(result.stop_reason),  # its plain name, as every store holds it
                     result.error,
-                    json.dumps([_vote_json(r) for r in result.rounds]),
+                    to_json([_vote_json(r) for r in result.rounds]),
                     final_judge,
                     self.session,
                     metric,
-                    json.dumps(metric_detail) if metric_detail is not None else None,
+                    to_json(metric_detail) if metric_detail is not None else None,
                     result.protocol,
                 ),
             )

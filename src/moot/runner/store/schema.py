@@ -12,6 +12,7 @@ from typing import Any
 
 from moot import __version__
 from moot.errors import MootError
+from moot.runner.store.codec import to_json
 from moot.runner.store.errors import StoreError
 
 SCHEMA_VERSION = 4
@@ -60,9 +61,17 @@ def _incompatible(db: sqlite3.Connection, path: Path, version: Any) -> StoreErro
     row = db.execute("SELECT value FROM meta WHERE key = 'moot_version'").fetchone()
     written_by = json.loads(row[0]) if row else "an unknown version"
     return StoreError(
-        f"{path} was written by moot {written_by} with store schema {version}; "
+        f"{path} was written by moot {written_by} with store schema {_shown_version(version)}; "
         f"this moot ({__version__}) reads schema {SCHEMA_VERSION}"
     )
+
+
+def _shown_version(version: Any) -> str:
+    """A stored schema version as an error shows it: as stored, but a number written as text ("4") quoted and
+    said to be text, so that "schema 4; this moot reads schema 4" never reads as a contradiction."""
+    if isinstance(version, str) and version.strip().lstrip("-").isdigit():
+        return f"{version!r} (text, where moot records a number)"
+    return str(version)
 
 
 def _schema_version(db: sqlite3.Connection) -> Any:
@@ -75,7 +84,7 @@ def _meta(db: sqlite3.Connection) -> dict[str, Any]:
 
 
 def _set_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
-    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, to_json(value)))
 
 
 # -- migrations: MIGRATIONS[v] brings a schema-v store to v + 1, inside the caller's transaction ----------
@@ -108,7 +117,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
             v["unparsed"] = unparsed.get((*unit, v["round"]), 0)
         db.execute(
             "UPDATE results SET votes = ? WHERE condition = ? AND task = ? AND question_id = ? AND seed = ?",
-            (json.dumps(rounds), *unit),
+            (to_json(rounds), *unit),
         )
 
 
@@ -127,7 +136,7 @@ def _redump_conditions(db: sqlite3.Connection) -> tuple[Any, ...]:
     for condition in conditions:
         db.execute(
             "UPDATE conditions SET config = ? WHERE name = ?",
-            (json.dumps(condition.model_dump(mode="json")), condition.name),
+            (to_json(condition.model_dump(mode="json")), condition.name),
         )
     config = ExperimentConfig.model_validate(meta["config"])
     before = results_fingerprint(config, conditions) | {"conditions": [c for _, c in stored]}

@@ -554,12 +554,22 @@ def _url_key(ctx: Context) -> str:
         error(f"bad credentials {h.headers.get('Authorization', '')}", 401)(h)
 
     with serving(chat) as server:
-        url = server.url.replace("http://", f"http://user:{KEY}@")
+        url = server.url.replace("http://", f"http://user:{quote(KEY, safe='')}@")
         proc = ctx.moot("run", str(experiment(ctx, {**openai(server), "base_url": url})))
     if proc.hung or proc.traceback:
         return HANG if proc.hung else TRACEBACK
     basic = base64.b64encode(f"user:{KEY}".encode()).decode()
     return SECRET if _leaked(ctx, proc, [KEY, basic]) else run_outcome(proc, ctx.folder / "run.sqlite")
+
+
+@case(5, "a password with a '/' not percent-encoded in the base URL")
+def _url_unencoded(ctx: Context) -> str:
+    with serving() as server:
+        url = server.url.replace("http://", f"http://user:{KEY}@")
+        proc = ctx.moot("run", str(experiment(ctx, {**openai(server), "base_url": url})))
+    if _leaked(ctx, proc, [KEY, KEY.split("/")[0]]):
+        return SECRET
+    return proc.failure or (CLEAN if proc.rc == 2 and "moot: error:" in proc.text else WRONG)
 
 
 # 6. terminal injection -------------------------------------------------------------------------------------
@@ -739,7 +749,9 @@ def _killed(ctx: Context) -> str:
 @case(10, "an export killed mid-write leaves no hidden file")
 def _export_killed(ctx: Context) -> str:
     store = scripted_run(ctx)
-    (ctx.folder / ".out.jsonl.part").write_text("half")  # what a killed export left
+    part = ctx.folder / ".out.jsonl.abcd1234.part"  # what an export killed an hour ago left
+    part.write_text("half")
+    os.utime(part, (time.time() - 3600, time.time() - 3600))
     proc = ctx.moot("export", str(store), "--out", "out.jsonl")
     return proc.failure or (WRONG if list(ctx.folder.glob(".*.part")) else CLEAN)
 

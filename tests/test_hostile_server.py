@@ -23,7 +23,7 @@ import pytest
 from moot.backends.base import GenerationRequest, Message
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
-from moot.errors import BackendError
+from moot.errors import BackendError, ConfigError
 from moot.runner.config import parse_experiment
 from moot.runner.experiment import run_experiment
 from moot.runner.store import RunStore
@@ -297,3 +297,12 @@ async def test_a_redirected_model_list_fails_the_check(hostile: Hostile, model: 
         assert str(raised.value) == f"{hostile.url} answered HTTP 307 (a redirect to {other.url}/models); {REFUSED}"
     finally:
         other.close()
+
+
+def test_a_base_url_the_http_library_cannot_parse_is_a_clear_error_with_the_password_masked() -> None:
+    """A "/" in a password that is not percent-encoded ends the authority early: "Invalid port" deep in the
+    HTTP library was a traceback naming part of the password."""
+    url = "http://user:pass0123456789/word@127.0.0.1:9/v1"
+    with pytest.raises(ConfigError, match=r"is not a valid URL; percent-encode") as raised:
+        OpenAIBackend(OpenAIBackendConfig(base_url=url, model=CANNED_MODEL))
+    assert "pass0123456789" not in str(raised.value)

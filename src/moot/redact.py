@@ -36,7 +36,8 @@ PREFIX_SHARE = 2 / 3
 
 _PARAMS = r"api[-_]?key|key|token|access[-_]?token|auth|password|passwd|pwd|secret|client[-_]?secret|sig|signature"
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]+@"), rf"\1{MASK}@"),
+    # the user information of a URL, up to its last "@" (a "/" in a password not percent-encoded included)
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s@]+@"), rf"\1{MASK}@"),
     (re.compile(rf"(?i)([?&;](?:{_PARAMS})=)[^&#\s\"'<>]+"), rf"\1{MASK}"),
     (
         re.compile(r"(?i)(\bapi[-_ ]?key\b[^:=\n]{0,30}?[:=]\s*(?:(?:bearer|basic)\s+)?+)(?!\*\*\*)[^\s\"',;]+"),

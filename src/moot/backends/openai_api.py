@@ -205,14 +205,19 @@ class OpenAIBackend:
             # the SDK appends paths to a base URL's query; its parameters go with every request instead
             parts = urlsplit(url)
             shown = redact(url)
-            client = openai.AsyncOpenAI(
-                base_url=urlunsplit(parts._replace(query="", fragment="")),
-                default_query=dict(parse_qsl(parts.query)) or None,
-                api_key=key or PLACEHOLDER_KEY,
-                timeout=config.timeout_s,
-                max_retries=0,  # retried here, malformed replies too, within one bound
-                http_client=_http_client(shown, config.max_reply_bytes),
-            )
+            try:
+                client = openai.AsyncOpenAI(
+                    base_url=urlunsplit(parts._replace(query="", fragment="")),
+                    default_query=dict(parse_qsl(parts.query)) or None,
+                    api_key=key or PLACEHOLDER_KEY,
+                    timeout=config.timeout_s,
+                    max_retries=0,  # retried here, malformed replies too, within one bound
+                    http_client=_http_client(shown, config.max_reply_bytes),
+                )
+            except (ValueError, _http_library().InvalidURL):  # a "/" in a password, not percent-encoded
+                # not the library's words: they quote the piece of the URL it could not read, a password's
+                hint = "percent-encode any of / ? # @ : in its user name or password"
+                raise ConfigError(f"base URL {shown} is not a valid URL; {hint}") from None
             props, tokenize = _root_url(parts, "props"), _root_url(parts, "tokenize")
             self._endpoints.append(_Endpoint(shown, client, props, tokenize, config.max_concurrency))
         self.base_url = ", ".join(e.url for e in self._endpoints)  # what messages about the backend show

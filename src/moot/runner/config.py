@@ -31,7 +31,14 @@ from moot.debate.agents import AgentSpec, Sampling
 from moot.debate.protocols import COMPONENT_FIELDS, PRESETS, ProtocolSpec, resolve_protocol
 from moot.debate.registry import STORED, load_plugin, plugin_file
 from moot.errors import ConfigError, MootError
-from moot.limits import MAX_PLANNED_RESULTS, MAX_SEEDS, SEED_RANGE, canonical_name, name_problem
+from moot.limits import (
+    MAX_GENERATED_QUESTIONS,
+    MAX_PLANNED_RESULTS,
+    MAX_SEEDS,
+    SEED_RANGE,
+    canonical_name,
+    name_problem,
+)
 
 if TYPE_CHECKING:
     from moot.tasks.base import Task
@@ -232,7 +239,10 @@ class ExperimentConfig(StrictModel):
 
     @model_validator(mode="after")
     def _plannable(self) -> Self:
-        """Limits within bounds can multiply: 1,000 seeds of 100,000 questions are 10^8 results to plan."""
+        """Limits within bounds can multiply: 1,000 seeds of 100,000 questions are 10^8 results to plan. A
+        count beyond a generated task's own limit is left to that limit's error, which names the setting."""
+        if any((t.count or 0) > MAX_GENERATED_QUESTIONS for t in self.tasks):
+            return self
         if (planned := self.planned_units()) > MAX_PLANNED_RESULTS:
             raise ValueError(
                 f"{planned:,} results planned (questions x seeds x conditions); a run holds at most "

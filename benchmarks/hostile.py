@@ -43,6 +43,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' servers
 
+from tests.helpers import query
 from tests.integration.servers import CANNED_MODEL, Answer, Handler, Hostile, completion, reply, trickle
 
 CLEAN, QUESTION_ERROR, TRACEBACK, HANG = "clean", "question error", "traceback", "hang"
@@ -171,19 +172,11 @@ def hostile_plugin(ctx: Context) -> Path:
     )
 
 
-def store_rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
-
-
 def statuses(path: Path) -> Counter[str]:
     if not path.exists():
         return Counter()
     try:
-        return Counter(s for (s,) in store_rows(path, "SELECT status FROM results"))
+        return Counter(s for (s,) in query(path, "SELECT status FROM results"))
     except sqlite3.Error:
         return Counter()
 
@@ -484,7 +477,7 @@ def _switch(ctx: Context) -> str:
         server.models = ("another-model",)
         proc = ctx.moot("run", str(exp), "--retry-errors")
     store = ctx.folder / "run.sqlite"
-    models = {m for (m,) in store_rows(store, "SELECT DISTINCT model FROM calls")}
+    models = {m for (m,) in query(store, "SELECT DISTINCT model FROM calls")}
     return proc.failure or (WRONG if len(models) > 1 else CLEAN)
 
 

@@ -23,8 +23,9 @@ def scripted_agents(*replies: Sequence[str], persona: str | None = None) -> list
 
 
 def query(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    """Rows of ``sql`` on the SQLite file at ``path``, read directly (to check the store by hand)."""
-    db = sqlite3.connect(path)
+    """Rows of ``sql`` on the SQLite file at ``path``, read directly (to check the store by hand), read-only:
+    a missing file is an error, never created empty."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         return db.execute(sql, args).fetchall()
     finally:

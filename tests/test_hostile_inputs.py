@@ -37,6 +37,7 @@ from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.export import export_table
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError, StoreLock
 from moot.tasks.datafile import data_file_task
+from tests.helpers import query
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LONE = "\ud800"
@@ -63,14 +64,6 @@ def experiment(model: str = "numbers", **extra: Any) -> ExperimentConfig:
 
 def run(config: ExperimentConfig, path: Path) -> Any:
     return asyncio.run(run_experiment(config, path, RunOptions()))
-
-
-def query(path: Path, sql: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
 
 
 def schema_version(path: Path) -> Any:

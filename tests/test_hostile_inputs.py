@@ -27,7 +27,10 @@ from typing import Any
 
 import pytest
 
+from moot.analysis import build_report
+from moot.analysis.html import write_html
 from moot.backends.base import GenerationRequest
+from moot.backends.config import BACKEND_KINDS
 from moot.backends.scripted import register_scripted_model
 from moot.errors import ConfigError
 from moot.limits import name_problem
@@ -36,6 +39,7 @@ from moot.runner.config import ExperimentConfig, load_experiment, parse_experime
 from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.export import export_table
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError, StoreLock
+from moot.runner.summary import summary_json
 from moot.tasks.datafile import data_file_task
 from tests.helpers import query
 
@@ -50,16 +54,18 @@ def _lone_reply(request: GenerationRequest, index: int) -> str:
 register_scripted_model("lone-surrogate", _lone_reply)
 
 
+def experiment_table(model: str = "numbers", **extra: Any) -> dict[str, Any]:
+    return {
+        "name": "t",
+        "tasks": [{"name": "arithmetic", "count": 2}],
+        "agent": {"backend": {"kind": "scripted", "model": model}},
+        "conditions": [{"name": "vote", "protocol": "vote", "agents": 2}],
+        **extra,
+    }
+
+
 def experiment(model: str = "numbers", **extra: Any) -> ExperimentConfig:
-    return parse_experiment(
-        {
-            "name": "t",
-            "tasks": [{"name": "arithmetic", "count": 2}],
-            "agent": {"backend": {"kind": "scripted", "model": model}},
-            "conditions": [{"name": "vote", "protocol": "vote", "agents": 2}],
-            **extra,
-        }
-    )
+    return parse_experiment(experiment_table(model, **extra))
 
 
 def run(config: ExperimentConfig, path: Path) -> Any:
@@ -152,6 +158,28 @@ def test_condition_names_equal_after_nfc_are_duplicates_and_names_are_stored_in_
     assert resolved.protocol.name == nfc
 
 
+@pytest.mark.parametrize(
+    ("key", "bad", "problem"),
+    [
+        ("conditions", {"agnets": 2}, "conditions.0.agnets: unknown key"),
+        ("conditions", {"rounds": "many"}, "conditions.0.rounds: Input should be a valid integer"),
+        ("tasks", {"cuont": 1}, "tasks.0.cuont: unknown key"),
+    ],
+)
+def test_a_lone_invalid_condition_or_task_is_named_and_the_list_is_not_called_empty(
+    key: str, bad: dict[str, Any], problem: str
+) -> None:
+    """pydantic counts the items that validated: one bad condition of one is also "conditions: Tuple should
+    have at least 1 item", a consequence; only the cause is named."""
+    data = conditions("single")
+    data[key][0] |= bad
+    with pytest.raises(ConfigError) as refused:
+        parse_experiment(data)
+    assert problem in str(refused.value) and "at least 1 item" not in str(refused.value)
+    with pytest.raises(ConfigError, match="conditions: Tuple should have at least 1 item"):
+        parse_experiment(conditions())  # a list that is empty is still said to be
+
+
 @pytest.mark.parametrize("name", ["vo\u200bte", "\ufeffvote", "vo\u00adte", "a\u2060b"])
 def test_names_with_invisible_format_characters_are_refused(name: str) -> None:
     assert name_problem(name) is not None and "invisible format character" in str(name_problem(name))
@@ -205,9 +233,12 @@ def test_a_plugin_backend_kind_validates_once_its_plugin_is_loaded(tmp_path: Pat
         "    kind: Literal['hostile-test-kind'] = 'hostile-test-kind'\n"
     )
     data = plugin_experiment(["kind.py"], agent={"backend": {"kind": "hostile-test-kind"}})
-    assert parse_experiment(data, base=tmp_path).agent.backend.kind == "hostile-test-kind"  # type: ignore[union-attr]
-    with pytest.raises(ConfigError, match="unknown backend kind nowhere"):
-        parse_experiment(plugin_experiment(["kind.py"], agent={"backend": {"kind": "nowhere"}}), base=tmp_path)
+    try:
+        assert parse_experiment(data, base=tmp_path).agent.backend.kind == "hostile-test-kind"  # type: ignore[union-attr]
+        with pytest.raises(ConfigError, match="unknown backend kind nowhere"):
+            parse_experiment(plugin_experiment(["kind.py"], agent={"backend": {"kind": "nowhere"}}), base=tmp_path)
+    finally:
+        BACKEND_KINDS.pop("hostile-test-kind", None)  # other tests list the registered kinds
 
 
 @pytest.mark.parametrize("where", ["../outside.py", "ABSOLUTE", "link/inside.py"])
@@ -339,6 +370,61 @@ def test_an_export_clears_the_part_files_a_killed_export_left(tmp_path: Path) ->
     os.utime(other, (old, old))
     out = export_table(path, "turns", "jsonl")
     assert out.is_file() and not stale.exists() and fresh.exists() and other.exists()
+
+
+def test_a_report_clears_the_part_files_a_killed_report_left(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    run(experiment(), path)
+    stale = tmp_path / ".run.report.html.k1ll3d_x.part"
+    fresh = tmp_path / ".run.report.html.wr1t1ng_.part"  # another report's, being written now
+    for part in (stale, fresh):
+        part.write_text("half")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    out = tmp_path / "run.report.html"
+    assert write_html(build_report(path, resamples=200), out) == out
+    assert out.is_file() and not stale.exists() and fresh.exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".part")) == [fresh.name]
+
+
+KILLED_AT_COMPLETION = """
+import asyncio, json, os, signal, sys
+from pathlib import Path
+import moot.runner.experiment as experiment
+from moot.runner.config import parse_experiment
+
+def killed(store):  # SIGKILL as the finished run records its status and summary
+    os.kill(os.getpid(), signal.SIGKILL)
+
+experiment.summary_json = killed
+config = parse_experiment(json.loads(sys.argv[1]))
+asyncio.run(experiment.run_experiment(config, Path(sys.argv[2]), experiment.RunOptions()))
+"""
+
+
+def test_a_run_killed_while_it_records_its_completion_is_completed_by_a_rerun(tmp_path: Path) -> None:
+    """The status and the summary are written in one transaction: a kill between them cannot leave a store
+    that reads as complete without its summary (which a rerun, having nothing to do, would never write)."""
+    path = tmp_path / "run.sqlite"
+    command = [sys.executable, "-c", KILLED_AT_COMPLETION, json.dumps(experiment_table()), str(path)]
+    killed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    assert query(path, "SELECT count(*) FROM results") == [(2,)]  # every result was stored before the kill
+    reader = RunStore.read(path)
+    try:
+        assert (reader.run_meta().status, reader.run_meta().summary) == ("interrupted", None)
+    finally:
+        reader.close()
+    assert build_report(path, resamples=200).status == "interrupted"  # a report reads it as it is
+    again = run(experiment(), path)
+    assert (again.ran, again.calls, again.skipped) == (0, 0, 2)  # nothing to compute again
+    reader = RunStore.read(path)
+    try:
+        meta = reader.run_meta()
+        assert (meta.status, meta.summary) == ("complete", summary_json(reader))
+        assert [s.status for s in reader.sessions()] == ["interrupted", "complete"]
+    finally:
+        reader.close()
 
 
 @pytest.mark.parametrize("path", ["/proc/self/status", "EMPTY"])

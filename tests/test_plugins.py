@@ -121,6 +121,27 @@ def test_a_plugin_that_fails_to_load_is_one_line_and_help_loads_none(tmp_path: P
     assert moot("--help", path=site).returncode == 0  # nothing is loaded to show the help
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("tasks",), ("run", "--task", "failing", "--protocol", "single", "--backend", "scripted", "--output", "x.sqlite")],
+)
+def test_an_installed_task_factory_that_raises_is_one_line_naming_its_plugin(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    site = tmp_path / "site"
+    (site / "failing_task-0.1.dist-info").mkdir(parents=True)
+    (site / "failing_task-0.1.dist-info" / "METADATA").write_text("Name: failing-task\nVersion: 0.1\n")
+    (site / "failing_task-0.1.dist-info" / "entry_points.txt").write_text("[moot.tasks]\nfailing = failing_task:make\n")
+    (site / "failing_task.py").write_text('def make():\n    raise RuntimeError("no questions here")\n')
+    result = moot(*command, path=site, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert (
+        "plug-in 'failing' (entry point moot.tasks: failing = 'failing_task:make') failed to make its task: "
+        "RuntimeError: no questions here"
+    ) in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.sqlite").exists()
+
+
 def test_a_plugin_file_is_loaded_with_the_plugin_option() -> None:
     result = CliRunner().invoke(app, ["--plugin", str(ROOT / "examples/plugins/plateau.py"), "protocols", "components"])
     assert result.exit_code == 0, result.output

@@ -216,6 +216,22 @@ def run(
     concurrency: Annotated[
         int | None, typer.Option(help="Questions in flight at once (default: sized to the backend).")
     ] = None,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="Send every openai backend's requests as provider batches (the Batch API: half the price, replies "
+            "within 24 h), each round of every question in one wave; the results do not depend on it.",
+        ),
+    ] = False,
+    max_concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--max-concurrency",
+            help="Requests in flight at most per server, for every backend (an openai endpoint's max_concurrency, "
+            "the local server's slots); the results do not depend on it.",
+        ),
+    ] = None,
     calls_from: Annotated[
         list[Path] | None,
         typer.Option(
@@ -276,10 +292,14 @@ def run(
         config = options.experiment(protocol or ["society"], task or "arithmetic", questions, data, file_options)
     if no_share_round0:
         config = config.model_copy(update={"share_round0": False})
-    if concurrency is not None:
-        if concurrency < 1:
-            raise ConfigError(f"option --concurrency: must be a positive integer, got {concurrency}")
-        config = config.model_copy(update={"concurrency": concurrency})
+    for key, value in (("concurrency", concurrency), ("max_concurrency", max_concurrency)):
+        if value is not None:
+            if value < 1:
+                option = "--" + key.replace("_", "-")
+                raise ConfigError(f"option {option}: must be a positive integer, got {value}")
+            config = config.model_copy(update={key: value})
+    if batch:
+        config = config.model_copy(update={"batch": True})
     if calls_from:
         config = config.model_copy(update={"calls_from": (*config.calls_from, *calls_from)})
     path = store_path(config, output, part)

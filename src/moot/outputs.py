@@ -12,13 +12,18 @@ database (recognised by its header, whatever its name), over a store's ``-wal``,
 ``-journal`` or ``.lock`` file, over a folder, or through a symbolic link (``moot.safe_files``: a
 link is refused, whatever it points to; only a pipe or terminal the user named is written into).
 Every check is made before any work is done, and the link check again when the file is written.
+
+A file is written whole or not at all, through a part file beside it (``.NAME.XXXXXXXX.part``); the part
+file a write killed mid-way left is removed by the next write of that output (``clear_stale_parts``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +32,9 @@ from moot.safe_files import check_file
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 STORE_FILES = ("-wal", "-shm", "-journal", ".lock")  # what SQLite and moot keep beside a store
+# a part file unchanged for this long was left by a killed write: a live one is written in seconds (an
+# export's rows, a report's pages are read before or as it is written, each page of bounded size)
+STALE_PART_S = 600.0
 
 
 def is_database(path: Path) -> bool:
@@ -76,6 +84,7 @@ def write_output(path: Path, write: Callable[[Path], object], *, stream: bool = 
         if check_file(path, stream=stream):  # /dev/stdout, a pipe: write into it
             write(path)
             return path
+        clear_stale_parts(path)
         # a new name, created O_EXCL | O_NOFOLLOW (tempfile's flags): never an existing file or a link
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     except OSError as exc:
@@ -95,6 +104,24 @@ def write_output(path: Path, write: Callable[[Path], object], *, stream: bool = 
         with contextlib.suppress(OSError):
             temporary.unlink()
     return path
+
+
+def clear_stale_parts(target: Path) -> None:
+    """Remove the part files that writes of ``target`` killed mid-way left beside it: regular files named
+    as ``write_output`` names its temporary file (``.NAME.XXXXXXXX.part``) and unchanged for
+    ``STALE_PART_S``, so that one another process is writing now is left alone. A kill cannot clean up
+    after itself; the next write does."""
+    pattern = re.compile(re.escape(f".{target.name}.") + r"[a-z0-9_]{8}\.part")
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                if now - entry.stat(follow_symlinks=False).st_mtime > STALE_PART_S:
+                    os.unlink(entry.path)
 
 
 def _umask() -> int:

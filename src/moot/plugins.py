@@ -16,7 +16,8 @@ or ``moot --plugin FILE``.
 
 A plug-in is code, and loading it runs it: an experiment file that names plug-ins must be trusted like a
 script. Whatever a plug-in raises while loading, ``SystemExit`` included (but not ``KeyboardInterrupt``), is a
-``ConfigError`` naming it (``plugin_code``): no plug-in ends moot silently.
+``ConfigError`` naming it (``plugin_code``), and so is whatever a plug-in's task factory raises when moot makes
+its task (``moot.tasks.new_task``): no plug-in ends moot silently, or with a traceback.
 """
 
 from __future__ import annotations
@@ -78,16 +79,34 @@ def load_components() -> tuple[str, ...]:
 
 
 @functools.cache
-def task_factories() -> tuple[tuple[str, Callable[[], Any]], ...]:
-    """Every installed ``moot.tasks`` plug-in's factory, by its entry-point name (loaded once);
-    ``moot.tasks.load_installed`` registers them (so this module never imports the tasks)."""
+def _task_entries() -> tuple[tuple[metadata.EntryPoint, Callable[[], Any]], ...]:
+    """Every installed ``moot.tasks`` plug-in's entry point and factory (loaded once)."""
     out = []
     for entry in _entry_points(TASKS):
         factory = _load(entry)
         if not callable(factory):
             raise ConfigError(f"{_named(entry)} is not a task factory (a Task class or a function that returns a task)")
-        out.append((entry.name, factory))
+        out.append((entry, factory))
     return tuple(out)
+
+
+def task_factories() -> tuple[tuple[str, Callable[[], Any]], ...]:
+    """Every installed ``moot.tasks`` plug-in's factory, by its entry-point name (loaded once);
+    ``moot.tasks.load_installed`` registers them (so this module never imports the tasks)."""
+    return tuple((entry.name, factory) for entry, factory in _task_entries())
+
+
+def task_plugin(name: str, factory: Callable[[], Any]) -> str | None:
+    """How an error names the plug-in whose task factory ``factory`` is registered as ``name``: an installed
+    plug-in by its entry point, any other by the module (a plug-in file: its path) that registered it; None
+    for moot's own tasks. Calling a plug-in's factory runs its code (``moot.tasks.new_task``)."""
+    from moot.extensions import origin
+
+    for entry, installed in _task_entries():
+        if installed is factory:
+            return _named(entry)
+    where = origin(factory)
+    return None if where == "moot" else f"plug-in task {name!r} (from {where})"
 
 
 def load_backends() -> tuple[str, ...]:

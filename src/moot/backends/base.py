@@ -79,7 +79,8 @@ class Sample:
     when it has none), and ``reasoning_tokens`` how many of ``completion_tokens`` the reasoning took (as the
     server reports it, else counted by its tokenizer; None when unknown). ``endpoint`` is the server that
     answered it (an ``openai`` backend's endpoint: its URL, credentials masked); None for the other backends
-    and for samples stored before moot recorded it."""
+    and for samples stored before moot recorded it. ``batch`` is the provider batch that answered it (the
+    ``openai`` backend's batch mode: priced at ``[prices]``' batch share); None for a live call."""
 
     text: str
     finish_reason: str
@@ -90,6 +91,7 @@ class Sample:
     endpoint: str | None = None
     reasoning: str | None = None
     reasoning_tokens: int | None = None
+    batch: str | None = None
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,21 @@ if TYPE_CHECKING:
 
 DEFAULT_KIND = "local"
 # Options that runs stored before them do not have in their configs (see _without_new_defaults).
-LATER_OPTIONS = frozenset({"slots", "port", "cooldown_s", "max_reply_bytes"})
+LATER_OPTIONS = frozenset(
+    {
+        "slots",
+        "port",
+        "cooldown_s",
+        "max_reply_bytes",
+        "adaptive_concurrency",
+        "tokens_per_minute",
+        "routing",
+        "affinity_factor",
+        "batch",
+        "batch_poll_s",
+        "batch_deadline_s",
+    }
+)
 
 
 class BackendSettings(BaseModel):
@@ -242,10 +256,34 @@ class OpenAIBackendConfig(BackendSettings):
     max_concurrency: int = Field(
         default=8,
         ge=1,
-        description="requests in flight at once, per endpoint (default: the server's slots where it says, else 8)",
+        description="requests in flight at once, per endpoint (default: the server's slots where it says, "
+        "256 for vLLM and SGLang, else 8)",
+    )
+    adaptive_concurrency: bool = Field(
+        default=True,
+        description="halve an endpoint's concurrency on HTTP 429, 503 or 529 and climb back by one per full "
+        "window of answers, up to max_concurrency (false: always max_concurrency)",
     )
     requests_per_minute: float | None = Field(
         default=None, gt=0, description="start at most this many (over all endpoints)"
+    )
+    tokens_per_minute: float | None = Field(
+        default=None,
+        gt=0,
+        description="spend at most this many prompt and completion tokens in any minute (over all endpoints; a "
+        "request counts its prompt's characters / 4 plus max_tokens until its reply says)",
+    )
+    routing: Literal["affinity", "least-loaded"] = Field(
+        default="affinity",
+        description="with several endpoints: an agent's next turn goes to the endpoint that holds its history "
+        "(affinity), unless that is affinity_factor times busier than the least loaded; or always to the "
+        "least loaded",
+    )
+    affinity_factor: float = Field(
+        default=2.0,
+        ge=1.0,
+        description="how much busier (requests in flight over its limit, this one included) an endpoint holding "
+        "a conversation may be than the least loaded and still take its next turn",
     )
     cooldown_s: float = Field(
         default=30.0,
@@ -255,6 +293,18 @@ class OpenAIBackendConfig(BackendSettings):
     )
     max_reply_bytes: int = Field(
         default=8 * 2**20, gt=0, description="the largest reply read (default 8 MiB); a larger one is a failed call"
+    )
+    batch: bool = Field(
+        default=False,
+        description="send each round of every question in flight as provider batches (the Batch API: half "
+        "the price, replies within 24 h) instead of live calls (--batch turns it on for a run)",
+    )
+    batch_poll_s: float = Field(default=30.0, gt=0, description="with batch: how often a pending batch is polled")
+    batch_deadline_s: float = Field(
+        default=25 * 3600.0,
+        gt=0,
+        description="with batch: a batch not ended this long after it was sent is cancelled, and its "
+        "requests are question errors (--retry-errors sends them again)",
     )
 
     @field_validator("base_url", mode="before")

@@ -304,6 +304,7 @@ class LlamaServerBackend(OpenAIBackend):
         self._pool = SlotPool(server.slots)
         self._started = False
         self._start_lock = asyncio.Lock()
+        self._cap: int | None = None  # the run's max_concurrency: slots at most
 
     @property
     def model_id(self) -> str:
@@ -317,7 +318,24 @@ class LlamaServerBackend(OpenAIBackend):
         """Size the server before it starts: ``width`` requests of one question come at once."""
         if not self._started and self.server.slots <= 0:
             self.server.slots = width * QUESTIONS_IN_FLIGHT
-            self._pool = SlotPool(self.server.slots)
+        self._limit_slots()
+
+    def use_batches(self) -> None:
+        raise ConfigError("the local backend's llama-server has no batch API: batch mode needs an openai backend")
+
+    def use_ledger(self, ledger: Any) -> None:
+        return None
+
+    def cap_concurrency(self, limit: int) -> None:
+        """At most ``limit`` slots (the run's ``max_concurrency``), however the server would be sized."""
+        self._cap = limit
+        self._limit_slots()
+
+    def _limit_slots(self) -> None:
+        if not self._started:
+            if self._cap is not None and self.server.slots > self._cap:
+                self.server.slots = self._cap
+            self._pool = SlotPool(max(self.server.slots, 0))
 
     async def check(self) -> None:
         await self._ensure_started()

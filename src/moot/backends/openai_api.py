@@ -28,9 +28,14 @@ endpoint that did not answer).
 
 Endpoints. ``base_url`` may list several endpoints serving the same model (replicas). Each request goes
 to the endpoint with the least outstanding work: the fewest requests in flight relative to its limit,
-ties to the first listed. An endpoint's limit is ``max_concurrency`` when the config gives it; else what
-its server says, read by ``check`` (llama-server answers ``GET {root}/props`` with ``total_slots``; root
-is the base URL without its trailing /v1); else 8. ``parallel`` is the sum of the limits.
+ties to the first listed; with ``routing = "affinity"`` (the default) a request that continues a
+conversation an endpoint answered goes back there unless it is ``affinity_factor`` times busier
+(moot.backends.routing). An endpoint's cap is ``max_concurrency`` when the config gives it; else what its
+server says, read by ``check`` (llama-server answers ``GET {root}/props`` with ``total_slots``; root is
+the base URL without its trailing /v1; vLLM and SGLang name themselves in their model list's
+``owned_by``: 256); else 8. ``parallel`` is the sum of the caps. Below its cap an endpoint's limit
+adapts (``adaptive_concurrency``): halved by an overload answer, grown back by its answers.
+``requests_per_minute`` and ``tokens_per_minute`` pace the backend as a whole.
 
 With several endpoints, one that fails with a connection error, a timeout or a 5xx is out of rotation
 for ``cooldown_s`` (30 s; doubled on each further failure before a success, up to ten times that), and
@@ -63,9 +68,11 @@ from urllib.parse import SplitResult, parse_qsl, urljoin, urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
+from moot.backends.batches import Batcher, Ledger
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.local import sample_seed
 from moot.backends.reasoning import split_reasoning
+from moot.backends.routing import OVERLOAD_STATUSES, PrefixMap, TokenBudget, Window, affine
 from moot.errors import BackendError, ConfigError
 from moot.redact import redact, redact_secrets, register_secret, register_url_secrets
 
@@ -75,7 +82,10 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 INITIAL_RETRY_DELAY_S = 0.5
 MAX_RETRY_DELAY_S = 8.0
 MAX_RETRY_AFTER_S = 60.0
-DEFAULT_CONCURRENCY = 8  # an endpoint's limit when neither the config nor the server gives one
+DEFAULT_CONCURRENCY = 8  # an endpoint's cap when neither the config nor the server gives one
+# the cap of a server that says what it is (its model list's owned_by) but not its slots: vLLM's
+# --max-num-seqs and SGLang's running requests are 256 or more by default; more only queues in the server
+SERVER_CONCURRENCY = {"vllm": 256, "sglang": 256}
 PROPS_TIMEOUT_S = 10.0  # GET /props is a server's answer about itself: it is quick or it is not there
 MAX_COOLDOWN_FACTOR = 10  # a cool-down doubles up to this many times cooldown_s
 RECHECK_S = 1.0  # with several endpoints, a waiting request looks again at least this often
@@ -136,6 +146,7 @@ class _Completion(_Strict):
 
 class _ModelEntry(_Strict):
     id: str
+    owned_by: Any = None  # "vllm", "sglang", "llamacpp", "openai", ...: sizes an endpoint (SERVER_CONCURRENCY)
 
 
 class _ModelList(_Strict):
@@ -171,15 +182,29 @@ class _Endpoint:
     client: Any  # openai.AsyncOpenAI
     props_url: str  # where llama-server says how many slots it has
     tokenize_url: str  # where llama-server and vLLM tokenize a text
-    limit: int  # requests in flight at most
+    window: Window  # requests in flight at most: its cap, less while it answers 'overloaded'
     in_flight: int = 0
     failures: int = 0  # cool-downs since its last answer: the next one lasts twice as long
     down_until: float = 0.0  # time.monotonic() at which it returns to rotation
     epoch: int = 0  # cool-downs so far: an attempt sent before the latest neither extends nor ends it
     last_error: str = ""
+    owners: frozenset[str] = frozenset()  # its model list's owned_by: which kind of server it is
 
     def load(self) -> float:
-        return self.in_flight / self.limit
+        return self.in_flight / self.window.limit
+
+    def load_with_one_more(self) -> float:
+        return (self.in_flight + 1) / self.window.limit
+
+
+@dataclass(frozen=True)
+class _Cost:
+    """What one sample may spend of ``tokens_per_minute``: its prompt's estimate and ``max_tokens``, and how
+    to read what it spent from its read reply (None: the reply does not say)."""
+
+    prompt: int
+    max_tokens: int
+    spent: Callable[[Any], int | None]
 
 
 Send = Callable[[Any], Awaitable[Any]]  # one request, given the endpoint's SDK client
@@ -219,7 +244,8 @@ class OpenAIBackend:
                 hint = "percent-encode any of / ? # @ : in its user name or password"
                 raise ConfigError(f"base URL {shown} is not a valid URL; {hint}") from None
             props, tokenize = _root_url(parts, "props"), _root_url(parts, "tokenize")
-            self._endpoints.append(_Endpoint(shown, client, props, tokenize, config.max_concurrency))
+            window = Window(config.max_concurrency, adaptive=config.adaptive_concurrency)
+            self._endpoints.append(_Endpoint(shown, client, props, tokenize, window))
         self.base_url = ", ".join(e.url for e in self._endpoints)  # what messages about the backend show
         self._model = config.model
         self._sized_by_server = "max_concurrency" not in config.model_fields_set  # a given limit always wins
@@ -228,9 +254,19 @@ class OpenAIBackend:
         self._cooldown_s = config.cooldown_s if len(self._endpoints) > 1 else 0.0  # one: nowhere else to go
         self.retries = 0  # attempts made again, over the backend's life
         self._interval = 60.0 / config.requests_per_minute if config.requests_per_minute else 0.0
+        self._tokens = TokenBudget(config.tokens_per_minute) if config.tokens_per_minute else None
+        self._prefixes: PrefixMap[_Endpoint] | None = (
+            PrefixMap() if config.routing == "affinity" and len(self._endpoints) > 1 else None
+        )
+        self._affinity_factor = config.affinity_factor
+        self._batch_options = (config.batch_poll_s, config.batch_deadline_s)
+        self._batcher: Batcher | None = None
+        if config.batch:
+            self.use_batches()
         self._next_start = 0.0
         self._pace = asyncio.Lock()
-        self._waiters: list[asyncio.Future[None]] = []  # requests waiting for an endpoint, first come first
+        # requests waiting for an endpoint, first come first, each with the endpoint it prefers
+        self._waiters: list[tuple[asyncio.Future[None], _Endpoint | None]] = []
         self._model_lock = asyncio.Lock()
         self._tokenize: bool | None = None  # whether the server shows its tokens (/tokenize); None: not yet asked
 
@@ -245,8 +281,30 @@ class OpenAIBackend:
 
     @property
     def parallel(self) -> int:
-        """Requests in flight at most, over every endpoint (each one's limit, read from its server by ``check``)."""
-        return sum(e.limit for e in self._endpoints)
+        """Requests in flight at most, over every endpoint (each one's cap, read from its server by ``check``);
+        in batch mode, a batch's size: every question is in flight, each round goes out as one batch."""
+        if self._batcher is not None:
+            return self._batcher.max_requests
+        return sum(e.window.cap for e in self._endpoints)
+
+    def use_batches(self) -> None:
+        """Send every sample through provider batches (moot.backends.batches), from the first endpoint."""
+        if self._batcher is None:
+            first = self._endpoints[0]
+            poll_s, deadline_s = self._batch_options
+            model = redact(self._model or "?")
+            self._batcher = Batcher(first.client, first.url, model, poll_s=poll_s, deadline_s=deadline_s)
+
+    def use_ledger(self, ledger: Ledger) -> None:
+        """Where batch ids are kept before polling (the run's store), so a rerun polls them again."""
+        if self._batcher is not None:
+            self._batcher.ledger = ledger
+
+    def cap_concurrency(self, limit: int) -> None:
+        """Every endpoint's cap is ``limit`` (the run's ``max_concurrency``), whatever its server says."""
+        for endpoint in self._endpoints:
+            endpoint.window.resize(limit)
+        self._sized_by_server = False
 
     async def resolve_model(self) -> str:
         """The configured model, else the first endpoint's only model (asked once)."""
@@ -282,7 +340,7 @@ class OpenAIBackend:
 
     async def _server_models(self, endpoint: _Endpoint) -> list[str]:
         def read(raw: Any, endpoint: _Endpoint) -> list[str]:
-            return [m.id for m in self._validated(raw, _ModelList, endpoint.url).data]
+            return _model_ids(self._validated(raw, _ModelList, endpoint.url), endpoint)
 
         models: list[str]
         models, _ = await self._attempts(_list_models, read, endpoint=endpoint)
@@ -293,7 +351,7 @@ class OpenAIBackend:
 
         def read(raw: Any, endpoint: _Endpoint) -> list[str] | None:
             try:
-                return [m.id for m in self._validated(raw, _ModelList, endpoint.url).data]
+                return _model_ids(self._validated(raw, _ModelList, endpoint.url), endpoint)
             except _Failure:
                 return None
 
@@ -323,8 +381,9 @@ class OpenAIBackend:
                 )
 
     async def _read_slots(self, endpoint: _Endpoint) -> None:
-        """The endpoint's limit from its server, where it says (llama-server: ``total_slots`` in /props);
-        any other answer (404 from vLLM or OpenAI, no such field, a failure) leaves the default."""
+        """The endpoint's cap from its server, where it says (llama-server: ``total_slots`` in /props); else
+        from its kind, as its model list names it (``owned_by``: vLLM's and SGLang's, SERVER_CONCURRENCY);
+        else the default."""
 
         timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
 
@@ -334,10 +393,12 @@ class OpenAIBackend:
         try:
             data = _json(await self._send(props, endpoint, timeout))
         except _Failure:
-            return
+            data = None
         slots = data.get("total_slots") if isinstance(data, dict) else None
-        if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
-            endpoint.limit = slots
+        if not (isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1):
+            slots = max((SERVER_CONCURRENCY.get(owner, 0) for owner in endpoint.owners), default=0)
+        if slots:
+            endpoint.window.resize(slots)
             self._wake()
 
     async def generate(self, request: GenerationRequest) -> Reply:
@@ -380,17 +441,29 @@ class OpenAIBackend:
         def send(client: Any) -> Awaitable[Any]:
             return client.chat.completions.with_raw_response.create(**params)
 
-        def read(raw: Any, endpoint: _Endpoint) -> tuple[_Choice, _Usage | None, str]:
-            completion = self._validated(raw, _Completion, endpoint.url)
+        def check(completion: _Completion, url: str) -> tuple[_Choice, _Usage | None]:
             choice = completion.choices[0]
             message = choice.message
             if message.content is None and not (message.reasoning_content or message.reasoning):
-                raise _Failure(f"{endpoint.url} returned a reply without message content (null)", retry=True)
+                raise _Failure(f"{url} returned a reply without message content (null)", retry=True)
             if request.logprobs:
-                _check_logprobs(choice, completion.usage, request, endpoint.url)
-            return choice, completion.usage, endpoint.url
+                _check_logprobs(choice, completion.usage, request, url)
+            return choice, completion.usage
 
-        (choice, usage, url), start = await self._attempts(send, read)
+        def read(raw: Any, endpoint: _Endpoint) -> tuple[_Choice, _Usage | None, _Endpoint]:
+            return *check(self._validated(raw, _Completion, endpoint.url), endpoint.url), endpoint
+
+        def spent(value: tuple[_Choice, _Usage | None, _Endpoint]) -> int | None:
+            usage = value[1]
+            return usage.prompt_tokens + usage.completion_tokens if usage is not None else None
+
+        batch = None
+        if self._batcher is not None:
+            (choice, usage, answering), start, batch = await self._batched(params, check)
+        else:
+            prefer = self._prefixes.find(request.messages) if self._prefixes is not None else None
+            cost = _Cost(TokenBudget.prompt_estimate(request.messages), request.max_tokens, spent)
+            (choice, usage, answering), start = await self._attempts(send, read, prefer=prefer, cost=cost)
         latency = time.perf_counter() - start
         logprobs = None
         if request.logprobs:
@@ -399,21 +472,46 @@ class OpenAIBackend:
         message = choice.message
         split = split_reasoning(message.content or "", message.reasoning_content or message.reasoning)
         reasoning = redact_secrets(split.reasoning) if split.reasoning is not None else None
+        text = redact_secrets(split.content)
+        if self._prefixes is not None:
+            self._prefixes.remember(request.messages, text, answering)
         details = usage.completion_tokens_details if usage else None
         reasoning_tokens = details.reasoning_tokens if details else None
         if reasoning is not None and reasoning_tokens is None:
             reasoning_tokens = await self.count_tokens(reasoning)
         return Sample(
-            text=redact_secrets(split.content),
+            text=text,
             finish_reason=choice.finish_reason or "unknown",
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             latency_s=latency,
             logprobs=logprobs,
-            endpoint=url,
+            endpoint=answering.url,
             reasoning=reasoning,
             reasoning_tokens=reasoning_tokens,
+            batch=batch,
         )
+
+    async def _batched(
+        self, params: dict[str, Any], check: Callable[[_Completion, str], tuple[_Choice, _Usage | None]]
+    ) -> tuple[tuple[_Choice, _Usage | None, _Endpoint], float, str]:
+        """One sample through a provider batch: its reply read and checked as a live reply is (a reply that
+        is not a chat completion is a failed call, not retried: the batch has ended); when its wait began;
+        the batch that answered it."""
+        assert self._batcher is not None
+        start = time.perf_counter()
+        body = {name: value for name, value in params.items() if name != "extra_body"} | params.get("extra_body", {})
+        data, batch = await self._batcher.submit(body)
+        endpoint = self._endpoints[0]
+        try:
+            choice, usage = check(_Completion.model_validate(data), endpoint.url)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the reply"
+            raise BackendError(f"batch {batch} returned a malformed reply ({where}: {first['msg']})") from None
+        except _Failure as failure:
+            raise BackendError(f"batch {batch}: {failure.message}") from None
+        return (choice, usage, endpoint), start, batch
 
     async def count_tokens(self, text: str) -> int | None:
         """How many tokens ``text`` is for the served model (its server's ``/tokenize``); None when unknown."""
@@ -456,30 +554,43 @@ class OpenAIBackend:
         read: Callable[[Any, _Endpoint], Any],
         tolerate: Collection[int] = (),
         endpoint: _Endpoint | None = None,
+        prefer: _Endpoint | None = None,
+        cost: _Cost | None = None,
     ) -> tuple[Any, float]:
         """``read(send(client), endpoint)`` and when its first attempt started (``time.perf_counter``).
 
-        Each attempt goes to the endpoint with the least outstanding work (``endpoint``: always that one,
-        outside the rotation and its limits); a retryable failure is tried again, at most ``max_retries``
-        times: at once on another endpoint when its own was taken out of rotation, else after a backoff.
-        The value is None after an HTTP status in ``tolerate``."""
+        Each attempt goes to the endpoint with the least outstanding work, or to ``prefer`` when it is not
+        much busier (``_pick``; ``endpoint``: always that one, outside the rotation and its limits); a
+        retryable failure is tried again, at most ``max_retries`` times: at once on another endpoint when
+        its own was taken out of rotation, else after a backoff. ``cost`` is what a sample may spend, for
+        ``tokens_per_minute``. The value is None after an HTTP status in ``tolerate``."""
         attempt = 0
         started: float | None = None
         errors: dict[_Endpoint, str] = {}  # the endpoints that failed this request, and how
         while True:
-            chosen = endpoint if endpoint is not None else await self._acquire()
-            epoch = chosen.epoch
+            chosen = endpoint if endpoint is not None else await self._acquire(prefer)
+            epoch, halvings = chosen.epoch, chosen.window.halvings
             if started is None:
                 started = time.perf_counter()
+            reservation = None
             try:
                 await self._wait_for_rate()
+                if cost is not None and self._tokens is not None:
+                    reservation = await self._tokens.reserve(cost.prompt + cost.max_tokens)
                 value = read(await self._send(send, chosen), chosen)
+                if reservation is not None and cost is not None:
+                    spent = cost.spent(value)
+                    TokenBudget.settle(reservation, cost.prompt + cost.max_tokens if spent is None else spent)
                 if endpoint is None:
                     self._answered(chosen, epoch)
                 return value, started
             except _Failure as failure:
                 if failure.status in tolerate:
                     return None, started
+                if reservation is not None and cost is not None:
+                    TokenBudget.settle(reservation, cost.prompt)  # what a provider counts of a refused request
+                if endpoint is None and failure.status in OVERLOAD_STATUSES:
+                    chosen.window.overloaded(halvings)
                 out = endpoint is None and failure.down and self._take_out(chosen, epoch, failure)
                 if failure.down:
                     errors[chosen] = failure.message
@@ -501,19 +612,30 @@ class OpenAIBackend:
                 await asyncio.sleep(delay)
 
     # -- the rotation: least outstanding work, cool-downs -------------------------------------------------
-    def _pick(self) -> _Endpoint | None:
-        """The endpoint in rotation with room and the least load (in flight over limit), ties to the first."""
+    def _pick(self, prefer: _Endpoint | None = None) -> _Endpoint | None:
+        """The endpoint in rotation with room and the least load (in flight over limit), ties to the first;
+        or ``prefer`` when it is in rotation with room and, with this request, at most ``affinity_factor``
+        times as loaded as the least loaded would be."""
         now = time.monotonic()
-        ready = [e for e in self._endpoints if e.down_until <= now and e.in_flight < e.limit]
-        return min(ready, key=_Endpoint.load) if ready else None
+        ready = [e for e in self._endpoints if e.down_until <= now and e.in_flight < e.window.limit]
+        if not ready:
+            return None
+        least = min(ready, key=_Endpoint.load)
+        if (
+            prefer is not None
+            and prefer in ready
+            and affine(prefer.load_with_one_more(), least.load_with_one_more(), self._affinity_factor)
+        ):
+            return prefer
+        return least
 
-    async def _acquire(self) -> _Endpoint:
-        """An endpoint for one attempt, waiting (first come, first served) while every one is full or out
-        of rotation."""
+    async def _acquire(self, prefer: _Endpoint | None = None) -> _Endpoint:
+        """An endpoint for one attempt, waiting (first come, first served, but that a freed endpoint goes
+        first to a request that prefers it) while every one is full or out of rotation."""
         turn = not self._waiters
         while True:
             if turn:
-                chosen = self._pick()
+                chosen = self._pick(prefer)
                 if chosen is not None:
                     chosen.in_flight += 1
                     if self._waiters and self._pick() is not None:
@@ -526,7 +648,7 @@ class OpenAIBackend:
             if len(self._endpoints) > 1:
                 returning.append(RECHECK_S)
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
+            self._waiters.append((waiter, prefer))
             try:
                 await asyncio.wait((waiter,), timeout=min(returning) if returning else None)
             except BaseException:
@@ -535,24 +657,30 @@ class OpenAIBackend:
                 raise
             finally:
                 with contextlib.suppress(ValueError):
-                    self._waiters.remove(waiter)
+                    self._waiters.remove((waiter, prefer))
             turn = True  # woken, or an endpoint is back in rotation
 
-    def _wake(self) -> None:
-        """Give the first waiting request its turn to take an endpoint."""
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-                return
+    def _wake(self, freed: _Endpoint | None = None) -> None:
+        """Give a waiting request its turn to take an endpoint: the first that prefers ``freed`` (an endpoint
+        that has just made room: the request finds its history there), else the first."""
+        waiting = [(waiter, prefer) for waiter, prefer in self._waiters if not waiter.done()]
+        chosen = next((w for w, prefer in waiting if freed is not None and prefer is freed), None)
+        if chosen is None and waiting:
+            chosen = waiting[0][0]
+        if chosen is not None:
+            chosen.set_result(None)
 
     def _release(self, endpoint: _Endpoint) -> None:
         endpoint.in_flight -= 1
-        self._wake()
+        self._wake(endpoint)
 
     def _answered(self, endpoint: _Endpoint, epoch: int) -> None:
-        """An answer from ``endpoint``: sent since its last cool-down, it ends their doubling."""
+        """An answer from ``endpoint``: sent since its last cool-down, it ends their doubling; its window
+        grows (a waiting request takes the room it makes)."""
         if epoch == endpoint.epoch:
             endpoint.failures = 0
+        if endpoint.window.answered():
+            self._wake()
 
     def _take_out(self, endpoint: _Endpoint, epoch: int, failure: _Failure) -> bool:
         """Take a failing endpoint out of rotation; whether it is out (now, or already by an earlier failure).
@@ -654,6 +782,8 @@ class OpenAIBackend:
             await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
+        if self._batcher is not None:
+            await self._batcher.aclose()
         for endpoint in self._endpoints:
             await endpoint.client.close()
 
@@ -665,6 +795,12 @@ async def _each(calls: Iterable[Awaitable[T]]) -> list[T]:
         if isinstance(result, BaseException):
             raise result
     return results  # type: ignore[return-value]
+
+
+def _model_ids(listed: _ModelList, endpoint: _Endpoint) -> list[str]:
+    """The ids of a model list, noting on ``endpoint`` who owns them (its kind of server)."""
+    endpoint.owners = frozenset(str(m.owned_by).lower() for m in listed.data if m.owned_by is not None)
+    return [m.id for m in listed.data]
 
 
 def _list_models(client: Any) -> Awaitable[Any]:

@@ -234,7 +234,7 @@ def template_hashes() -> dict[str, str]:
 
     import moot.debate.schedules.liang
     import moot.debate.schedules.peer  # noqa: F401
-    from moot.tasks import TASKS, load_installed
+    from moot.tasks import TASKS, load_installed, new_task
     from moot.tasks.datafile import ChoiceFileTask, NumberFileTask, TextFileTask
 
     by_family = {family: rules(family) for family in FAMILIES}  # imports every rule's module, and its templates
@@ -243,7 +243,7 @@ def template_hashes() -> dict[str, str]:
     for family, found in by_family.items():
         for kind, cls in found.items():
             sources[f"{family}:{kind}"] = inspect.getsource(cls)
-    task_classes = [factory if isinstance(factory, type) else type(factory()) for factory in TASKS.values()]
+    task_classes = [factory if isinstance(factory, type) else type(new_task(name)) for name, factory in TASKS.items()]
     for task_class in [*task_classes, NumberFileTask, TextFileTask, ChoiceFileTask]:  # a data file's formats
         for cls in task_class.__mro__:
             if cls.__module__ not in ("builtins", "abc", "typing"):

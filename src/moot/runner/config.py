@@ -206,6 +206,9 @@ class Price(StrictModel):
 
     prompt: float = Field(ge=0, allow_inf_nan=False)
     completion: float = Field(ge=0, allow_inf_nan=False)
+    batch: float = Field(
+        default=0.5, ge=0, le=1, description="the share of the price a call answered in a provider batch pays"
+    )
 
 
 class ExperimentConfig(StrictModel):
@@ -226,6 +229,17 @@ class ExperimentConfig(StrictModel):
         default=True, description="conditions that start from independent answers reuse the same round-0 calls"
     )
     concurrency: int | None = Field(default=None, ge=1, description="questions in flight (default: per backend)")
+    max_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="requests in flight at most per server, for every backend of the run (an openai endpoint's "
+        "max_concurrency, the local server's slots); not part of the results",
+    )
+    batch: bool = Field(
+        default=False,
+        description="every openai backend sends its requests as provider batches (its batch option); not part "
+        "of the results",
+    )
     tasks: tuple[TaskSelection, ...] = Field(min_length=1)
     agent: AgentTemplate = AgentTemplate()
     conditions: tuple[ConditionConfig, ...] = Field(min_length=1)
@@ -453,9 +467,15 @@ def experiment_hash(config: ExperimentConfig) -> str:
 
 
 def _format_error(exc: ValidationError, source: str) -> ConfigError:
-    """One line naming every problem's key: 'file: key: problem; key: problem'."""
+    """One line naming every problem's key: 'file: key: problem; key: problem'.
+
+    A list left too short only because an item of it is invalid (pydantic counts the items that validated:
+    one bad condition of one is also "conditions: at least 1 item") names the item's problem alone."""
+    errors = exc.errors()
+    below = {error["loc"][:n] for error in errors for n in range(1, len(error["loc"]))}  # where an error lies under
+    errors = [e for e in errors if not (e["type"] == "too_short" and e["loc"] in below)]
     problems = []
-    for error in exc.errors()[:5]:
+    for error in errors[:5]:
         where = ".".join(str(p) for p in error["loc"]) or "(top level)"
         if error["type"] == "extra_forbidden":
             problem = "unknown key"
@@ -464,7 +484,7 @@ def _format_error(exc: ValidationError, source: str) -> ConfigError:
         else:
             problem = error["msg"].removeprefix("Value error, ")
         problems.append(f"{where}: {problem}")
-    more = f" (and {len(exc.errors()) - 5} more)" if len(exc.errors()) > 5 else ""
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
     return ConfigError(f"{source}: {'; '.join(problems)}{more}")
 
 

@@ -42,6 +42,7 @@ from moot.runner.config import (
 from moot.runner.evaluate import build_agents, check_agents, request_widths
 from moot.runner.shards import Shard, members, shard_output
 from moot.runner.store import RunStore, StoreError, StoreLock
+from moot.runner.store.ledger import BatchLedger
 from moot.runner.summary import summary_json
 from moot.tasks import MetricContext, Question, Task
 
@@ -294,6 +295,17 @@ class Experiment:
             self.agents[condition.name] = build_agents(condition.agents, self._backends)
             if condition.judge is not None:
                 (self.judges[condition.name],) = build_agents([condition.judge], self._backends)
+        if self.config.max_concurrency is not None:
+            for backend in self._backends.values():
+                cap = getattr(backend, "cap_concurrency", None)
+                if cap is not None:
+                    cap(self.config.max_concurrency)
+        if self.config.batch:
+            switches = [getattr(b, "use_batches", None) for b in self._backends.values()]
+            if not any(switches):
+                raise ConfigError("--batch: no backend of this run has a batch API (an openai backend has)")
+            for use_batches in filter(None, switches):
+                use_batches()
         groups = [
             [*self.agents[c.name], *([self.judges[c.name]] if c.name in self.judges else [])] for c in self.conditions
         ]
@@ -358,6 +370,11 @@ class Experiment:
         if self.shard is not None:  # kept by `moot merge`: each merged session says which shard it ran
             session["shard"] = str(self.shard)
         self.store.start_session(session)
+        ledger = BatchLedger(self.store)
+        for backend in self._backends.values():
+            use_ledger = getattr(backend, "use_ledger", None)
+            if use_ledger is not None:
+                use_ledger(ledger)
         cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0, sources=self.sources)
         self.cache = cache
         status = "interrupted"
@@ -375,9 +392,11 @@ class Experiment:
                 for _ in range(min(self.concurrency(), len(pending)) if pending else 0)
             ]
             await asyncio.gather(*workers)
-            status = "complete" if len(self.store.done()) == total else "incomplete"
-            self.store.set_meta("status", status)
-            self.store.set_meta("summary", summary_json(self.store))
+            finished = "complete" if len(self.store.done()) == total else "incomplete"
+            # one transaction: a kill cannot leave a store that reads as complete without its summary (a
+            # rerun, having nothing to compute, would never write it); before it, the run reads as killed
+            self.store.set_metas({"status": finished, "summary": summary_json(self.store)})
+            status = finished
             failed = False
             chosen = self._chosen(options)
             selected = sum(1 for u in self.units() if chosen is None or u.condition.name in chosen)

@@ -7,17 +7,14 @@ replies were).
 The store is read read-only (``RunStore.read``); the output file follows ``moot.outputs``: it is
 written whole (beside, then moved into place), never over the run or another store, and over
 an existing file other than the default one only with ``force``. The part file an export killed
-mid-write left beside its output is removed by the next export of that output (``clear_stale_parts``).
+mid-write left beside its output is removed by the next export of that output
+(``moot.outputs.clear_stale_parts``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
-import os
-import re
-import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,9 +26,6 @@ from moot.outputs import check_output, write_output
 from moot.runner.store import RunStore
 
 FORMATS = ("jsonl", "csv", "parquet")
-# a part file unchanged for this long was left by a killed export: a live one is written in seconds, its rows
-# being read from the store before it is created
-STALE_PART_S = 600.0
 
 
 def default_export_path(run: Path, table: str, fmt: str) -> Path:
@@ -75,27 +69,9 @@ def export_table(run: Path, table: str, fmt: str, out: Path | None = None, force
             pq.write_table(pa.Table.from_pylist(rows), path)
 
     # written beside as .NAME.XXXX.part (created O_EXCL | O_NOFOLLOW), then renamed over ``target``
-    # itself: a link at ``target`` is refused, never written through (moot.outputs, moot.safe_files)
-    clear_stale_parts(target)
+    # itself: a link at ``target`` is refused, never written through (moot.outputs, moot.safe_files); a stale
+    # part file a killed export left beside it is removed first (moot.outputs.clear_stale_parts)
     return write_output(target, write, stream=out is not None)
-
-
-def clear_stale_parts(target: Path) -> None:
-    """Remove the part files that exports of ``target`` killed mid-write left beside it: regular files named
-    as ``moot.outputs.write_output`` names its temporary file (``.NAME.XXXXXXXX.part``) and unchanged for
-    ``STALE_PART_S``, so that one another export is writing now is left alone. A kill cannot clean up
-    after itself; the next export does."""
-    pattern = re.compile(re.escape(f".{target.name}.") + r"[a-z0-9_]{8}\.part")
-    try:
-        entries = list(os.scandir(target.parent))
-    except OSError:
-        return
-    now = time.time()
-    for entry in entries:
-        if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-                if now - entry.stat(follow_symlinks=False).st_mtime > STALE_PART_S:
-                    os.unlink(entry.path)
 
 
 def _after(row: dict[str, Any], key: str, name: str, value: Any) -> dict[str, Any]:

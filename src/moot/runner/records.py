@@ -65,6 +65,7 @@ class StoredCall:
     latency_s: float
     session: int
     created_at: float
+    batched: bool = False  # answered in a provider batch (its reply's samples name the batch)
 
 
 @dataclass(frozen=True)

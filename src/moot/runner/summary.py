@@ -108,7 +108,8 @@ def usage(
     by: Callable[[Unit], K],
 ) -> dict[K, Usage]:
     """Paid and used calls and tokens grouped by ``by((condition, task, question id, seed))``, priced by model name (US dollars
-    per million tokens). A group with a call whose model has no price has cost None. ``results``: the
+    per million tokens; a call answered in a provider batch at the price's ``batch`` share). A group with a
+    call whose model has no price has cost None. ``results``: the
     stored results, or their ``used_calls`` (what a report streaming a large store keeps).
 
     Used is counted per question (condition, task, question id, seed) as the larger of what its result
@@ -124,7 +125,8 @@ def usage(
         price = prices.get(c.model_name)
         cost = None
         if price is not None and u.cost is not None:
-            cost = u.cost + (c.prompt_tokens * price.prompt + c.completion_tokens * price.completion) / 1e6
+            share = price.batch if c.batched else 1.0  # a batch's discount
+            cost = u.cost + share * (c.prompt_tokens * price.prompt + c.completion_tokens * price.completion) / 1e6
         out[key] = replace(
             u,
             calls=u.calls + 1,

@@ -124,6 +124,20 @@ def load_installed() -> tuple[str, ...]:
     return tuple(name for name, _ in task_factories())
 
 
+def new_task(name: str) -> Task:
+    """A new task from the factory registered as ``name``. A plug-in's factory (an installed package's entry
+    point, or one a plug-in file registered) is plug-in code: whatever it raises is one ConfigError naming the
+    plug-in (``moot.plugins.plugin_code``), never a traceback."""
+    from moot.plugins import plugin_code, task_plugin
+
+    factory = TASKS[name]
+    named = task_plugin(name, factory)
+    if named is None:
+        return factory()
+    with plugin_code(f"{named} failed to make its task"):
+        return factory()
+
+
 def get_task(name: str, data: str | Path | None = None) -> Task:
     """The task called ``name``; ``data``: None (offline or generated), "hub", or a local file."""
     load_installed()  # installed plug-ins (entry points "moot.tasks")
@@ -131,7 +145,7 @@ def get_task(name: str, data: str | Path | None = None) -> Task:
     if colon and base in PARAMETRISED:
         task = PARAMETRISED[base](argument)
     elif name in TASKS:
-        task = TASKS[name]()
+        task = new_task(name)
     else:
         raise ConfigError(unknown_name("task", name, [*sorted(TASKS), *(f"{p}:..." for p in PARAMETRISED)]))
     if data is None:
@@ -155,6 +169,7 @@ __all__ = [
     "TaskCard",
     "TaskMetric",
     "get_task",
+    "new_task",
     "register_task",
     "load_hub",
     "load_local",

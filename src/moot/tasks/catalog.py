@@ -20,12 +20,12 @@ _FORMS = {
 def catalog() -> list[TaskCard]:
     """One card per registered task, in registry order (parametrised forms noted in the name); installed
     plug-ins' tasks included."""
-    from moot.tasks import load_installed
+    from moot.tasks import load_installed, new_task
 
     load_installed()
     cards = []
-    for name, factory in TASKS.items():
-        card = factory().card()
+    for name in TASKS:
+        card = new_task(name).card()
         if name in _FORMS:
             card = replace(card, name=f"{name} (or {_FORMS[name]})")
         cards.append(card)

@@ -87,8 +87,9 @@ def reply_to_json(reply: Reply) -> str:
     """A call's reply as the model gave it: a lone surrogate is kept, escaped ("\\ud800": JSON is ASCII, and
     SQLite writes it), so that a replay is the very reply, and a resumed question makes the very requests
     (their call keys) that the run made before it was stopped. Read as text elsewhere (turns, results), it
-    holds U+FFFD."""
-    return json.dumps({"model": reply.model, "samples": [asdict(s) for s in reply.samples]})
+    holds U+FFFD. A live call's samples have no ``batch`` key (stored as before batches were)."""
+    samples = [{k: v for k, v in asdict(s).items() if k != "batch" or v is not None} for s in reply.samples]
+    return json.dumps({"model": reply.model, "samples": samples})
 
 
 def reply_from_json(text: str) -> Reply:

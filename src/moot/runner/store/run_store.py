@@ -9,7 +9,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -327,8 +327,14 @@ class RunStore:
 
     @_guarded
     def set_meta(self, key: str, value: Any) -> None:
+        self.set_metas({key: value})
+
+    @_guarded
+    def set_metas(self, values: Mapping[str, Any]) -> None:
+        """Write every key of ``values`` in one transaction: a kill leaves all of them or none."""
         with self._transaction() as db:
-            _set_meta(db, key, value)
+            for key, value in values.items():
+                _set_meta(db, key, value)
 
     @_guarded
     def run_meta(self) -> RunMeta:
@@ -562,9 +568,11 @@ class RunStore:
     @_guarded
     def iter_calls(self) -> Iterator[StoredCall]:
         """``calls()`` one at a time (a large run's report keeps none of them)."""
-        columns = ", ".join(f.name for f in fields(StoredCall))
-        for row in self._db.execute(f"SELECT {columns} FROM calls ORDER BY rowid"):
-            yield StoredCall(*row)
+        columns = ", ".join(f.name for f in fields(StoredCall) if f.name != "batched")
+        batched = "json_extract(reply, '$.samples[0].batch') IS NOT NULL"
+        for row in self._db.execute(f"SELECT {columns}, {batched} FROM calls ORDER BY rowid"):
+            *stored, batched_call = row
+            yield replace(StoredCall(*stored), batched=bool(batched_call))
 
     @_guarded
     def call_errors(self) -> list[CallError]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.servers import free_port
+from tests.integration.servers import free_port, refused
 
 
 def moot(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -92,7 +92,7 @@ def test_unreachable_server_and_bad_model_files(tmp_path: Path) -> None:
     port = free_port()
     result = moot("run", "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "-q", "1", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.strip() == f"moot: error: cannot reach http://127.0.0.1:{port}/v1: Connection error."
+    assert result.stderr.strip() == f"moot: error: {refused(f'http://127.0.0.1:{port}/v1')}"
 
     fake = tmp_path / "broken.gguf"
     fake.write_bytes(b"not a model")

@@ -32,7 +32,7 @@ from moot.runner.config import fingerprint_hash, parse_experiment, resolve, resu
 from moot.runner.experiment import default_output, run_experiment
 from moot.runner.options import AgentOptions
 from moot.runner.store import RunStore
-from tests.integration.servers import CANNED_MODEL, FaultProxy, free_port
+from tests.integration.servers import CANNED_MODEL, FaultProxy, free_port, refused
 
 REQUEST = GenerationRequest(messages=(Message("user", "What is 2+2?"),), max_tokens=8)
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -138,7 +138,7 @@ async def test_every_endpoint_dead_is_one_clear_backend_error() -> None:
     with pytest.raises(BackendError) as raised:
         await client.generate(REQUEST)
     await client.aclose()
-    reasons = "; ".join(f"cannot reach {url}: Connection error." for url in urls)
+    reasons = "; ".join(refused(url) for url in urls)
     assert str(raised.value) == f"every endpoint failed: {reasons}"
     assert client.retries == 2  # within the retry bound: it waited for the soonest to return, once
 
@@ -243,7 +243,7 @@ def test_the_cli_takes_several_base_urls(servers: Servers, tmp_path: Path) -> No
         cwd=tmp_path,
     )
     assert result.returncode == 2, result.stdout + result.stderr
-    assert result.stderr.strip() == f"moot: error: cannot reach {dead}: Connection error."
+    assert result.stderr.strip() == f"moot: error: {refused(dead)}"
     assert list(tmp_path.iterdir()) == []  # caught before any store is made
 
 
@@ -330,3 +330,10 @@ def test_repeated_base_url_options_make_a_list_and_one_makes_a_url() -> None:
     assert url(["http://a/v1"]) == "http://a/v1"
     with pytest.raises(ConfigError, match="option base_url: an empty list of URLs"):
         url([])
+
+
+@pytest.mark.parametrize("url", ["file:///tmp/models/v1", "ftp://127.0.0.1/v1", "127.0.0.1:8080/v1"])
+def test_a_base_url_that_is_not_http_is_refused_by_name(url: str) -> None:
+    with pytest.raises(ConfigError) as refused_url:
+        backend(url)
+    assert str(refused_url.value) == f"base URL {url} is not an http:// or https:// URL"

@@ -23,7 +23,7 @@ from moot.errors import BackendError
 from moot.runner.config import parse_experiment
 from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.store import RunStore
-from tests.integration.servers import BODY_FAULTS, CANNED_MODEL, FaultProxy, free_port
+from tests.integration.servers import BODY_FAULTS, CANNED_MODEL, FaultProxy, free_port, refused
 
 HELLO = (Message("user", "What is 2+2?"),)
 REASONS = {
@@ -144,7 +144,7 @@ def test_a_dead_server_is_caught_before_any_store_is_made(tmp_path: Path, model:
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     result = moot("run", "--backend", "openai", "--base-url", url, *model, "-q", "2", cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert result.stderr.strip() == f"moot: error: cannot reach {url}: Connection error."
+    assert result.stderr.strip() == f"moot: error: {refused(url)}"
     assert list(tmp_path.iterdir()) == []  # no runs/ folder, no store
 
 

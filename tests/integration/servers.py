@@ -57,6 +57,12 @@ def start_llama_server(
 stop_server = terminate  # a server this process started: SIGTERM, then SIGKILL after 15 s
 
 
+def refused(url: str) -> str:
+    """What moot says of a URL on 127.0.0.1 where nothing listens: the SDK's words, then the system's."""
+    port = urlsplit(url).port
+    return f"cannot reach {url}: Connection error: [Errno 111] Connect call failed ('127.0.0.1', {port})"
+
+
 class LocalHTTPServer(http.server.ThreadingHTTPServer):
     """The test servers' HTTP server: a thread per connection, and a listen backlog for many at once (the
     standard library's 5 drops the sixth of eight connections opened together, which then arrives a second

@@ -230,6 +230,8 @@ class OpenAIBackend:
             # the SDK appends paths to a base URL's query; its parameters go with every request instead
             parts = urlsplit(url)
             shown = redact(url)
+            if parts.scheme.lower() not in ("http", "https"):
+                raise ConfigError(f"base URL {shown} is not an http:// or https:// URL")
             try:
                 client = openai.AsyncOpenAI(
                     base_url=urlunsplit(parts._replace(query="", fragment="")),
@@ -721,7 +723,7 @@ class OpenAIBackend:
         except TimeoutError:
             raise _Failure(f"{url} gave no complete reply within {deadline:g} s", retry=True, down=True) from None
         except openai.APIConnectionError as exc:  # timeouts too
-            raise _Failure(f"cannot reach {url}: {exc}", retry=True, down=True) from None
+            raise _Failure(f"cannot reach {url}: {_connection_error(exc)}", retry=True, down=True) from None
         except openai.APIStatusError as exc:
             if 300 <= exc.status_code < 400:
                 raise _Failure(_redirected(url, exc.response), retry=False, status=exc.status_code) from None
@@ -905,6 +907,18 @@ def _redirected(url: str, response: Any) -> str:
         f"{url} answered HTTP {response.status_code} (a redirect{target}); "
         "moot does not follow redirects: give the final URL as base_url"
     )
+
+
+def _connection_error(exc: BaseException) -> str:
+    """The SDK's "Connection error." with what its HTTP library or the system said (the last exception of the
+    chain that says something: "[Errno 111] Connect call failed", "Name or service not known", a TLS failure)."""
+    said, cause = "", exc.__cause__ or exc.__context__
+    for _ in range(10):  # a chain, not a cycle
+        if cause is None:
+            break
+        said = str(cause) or said
+        cause = cause.__cause__ or cause.__context__
+    return f"{str(exc).rstrip('.')}: {_short(said)}" if said else str(exc)
 
 
 def _readable(text: str) -> str:

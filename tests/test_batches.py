@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from moot.backends import batches
+from moot.backends import batches, openai_api
 from moot.backends.batches import custom_id
 from moot.runner.config import Price, parse_experiment
 from moot.runner.experiment import RunOptions, run_experiment
@@ -219,3 +219,25 @@ def test_a_batched_call_pays_the_prices_batch_share() -> None:
     assert live.cost == pytest.approx(0.006) and batched.cost == pytest.approx(0.003)
     third = usage([call(True)], [], {"m": Price(prompt=2.0, completion=8.0, batch=1 / 3)}, lambda unit: None)[None]
     assert third.cost == pytest.approx(0.002)
+
+
+def test_a_batch_file_larger_than_one_replys_bound_is_read(server: BatchServer, tmp_path: Path) -> None:
+    # 12 replies of ~350 bytes: an output file of ~4 KB, where one reply may be 1 KB at most
+    outcome = run(table(server.url, batch=True, max_reply_bytes=1024), tmp_path / "run.sqlite")
+    assert outcome.errors == 0 and failed_questions(tmp_path / "run.sqlite") == 0 and server.created == 1
+
+
+def test_an_output_file_past_its_bound_is_question_errors_and_the_batch_stays_open(
+    server: BatchServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(openai_api, "BATCH_FILE_BYTES", 1024)
+    path = tmp_path / "run.sqlite"
+    run(table(server.url, batch=True), path)
+    assert failed_questions(path) == 4
+    (error,) = query(path, "SELECT DISTINCT error FROM results")
+    assert "cannot read file-" in error[0] and "sent a reply larger than 1 KiB" in error[0]
+    assert query(path, "SELECT status FROM batches") == [("sent",)]  # open: a rerun reads it again
+    monkeypatch.setattr(openai_api, "BATCH_FILE_BYTES", 2**20)
+    again = run(table(server.url, batch=True), path, retry_errors=True)
+    assert failed_questions(path) == 0 and server.created == 1 and server.executed == 12  # nothing sent again
+    assert again.calls == 12

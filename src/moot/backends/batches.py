@@ -144,6 +144,9 @@ class Batcher:
             except BackendError as exc:
                 self._fail(chunk, str(exc))
                 continue
+            except Exception as exc:  # anything else the SDK or its HTTP client raises: its callers must not hang
+                self._fail(chunk, f"{self._url} could not take a batch of {len(chunk)} requests: {_what(exc)}")
+                continue
             self._watch(batch_id, frozenset(chunk))
 
     def _chunks(self, gathered: dict[str, dict[str, Any]]) -> list[dict[str, bytes]]:
@@ -196,7 +199,14 @@ class Batcher:
 
     async def _poll(self, watch: _Watch) -> None:
         """Poll ``watch``'s batch until it ends (or passes the deadline, then cancel it), then hand out its
-        replies and errors."""
+        replies and errors. Whatever else goes wrong ends its waiting requests (the batch left open in the
+        ledger, for a rerun to poll again): no caller waits for a poll that has stopped."""
+        try:
+            await self._follow(watch)
+        except Exception as exc:
+            self._end(watch, None, f"batch {watch.batch_id} could not be followed: {_what(exc)}")
+
+    async def _follow(self, watch: _Watch) -> None:
         import openai
 
         failures = 0
@@ -235,8 +245,8 @@ class Batcher:
             if file_id:
                 try:
                     content = await self._client.files.content(file_id)
-                except openai.APIError as exc:  # left open in the ledger: a rerun reads it again
-                    self._end(watch, None, f"cannot read {file_id} of batch {watch.batch_id}: {exc}")
+                except Exception as exc:  # left open in the ledger: a rerun reads it again
+                    self._end(watch, None, f"cannot read {file_id} of batch {watch.batch_id}: {_short(exc)}")
                     return
                 results |= _lines(content.content, watch.batch_id)
         answered = {key: r for key, r in results.items() if isinstance(r, dict) and key in watch.ids}
@@ -316,6 +326,10 @@ def _lines(data: bytes, batch_id: str) -> dict[str, dict[str, Any] | str]:
 def _short(text: Any, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _what(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {_short(exc)}"
 
 
 def _said(exc: Any) -> str:

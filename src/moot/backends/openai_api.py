@@ -35,7 +35,8 @@ server says, read by ``check`` (llama-server answers ``GET {root}/props`` with `
 the base URL without its trailing /v1; vLLM and SGLang name themselves in their model list's
 ``owned_by``: 256); else 8. ``parallel`` is the sum of the caps. Below its cap an endpoint's limit
 adapts (``adaptive_concurrency``): halved by an overload answer, grown back by its answers.
-``requests_per_minute`` and ``tokens_per_minute`` pace the backend as a whole.
+``requests_per_minute`` and ``tokens_per_minute`` pace the backend as a whole. In batch mode (``batch``)
+every sample goes through the first endpoint's Files and Batches endpoints instead (moot.backends.batches).
 
 With several endpoints, one that fails with a connection error, a timeout or a 5xx is out of rotation
 for ``cooldown_s`` (30 s; doubled on each further failure before a success, up to ten times that), and
@@ -83,6 +84,7 @@ INITIAL_RETRY_DELAY_S = 0.5
 MAX_RETRY_DELAY_S = 8.0
 MAX_RETRY_AFTER_S = 60.0
 DEFAULT_CONCURRENCY = 8  # an endpoint's cap when neither the config nor the server gives one
+BATCH_FILE_BYTES = 4 * 2**30  # the largest batch output or error file read (batch mode)
 # the cap of a server that says what it is (its model list's owned_by) but not its slots: vLLM's
 # --max-num-seqs and SGLang's running requests are 256 or more by default; more only queues in the server
 SERVER_CONCURRENCY = {"vllm": 256, "sglang": 256}
@@ -295,7 +297,9 @@ class OpenAIBackend:
             first = self._endpoints[0]
             poll_s, deadline_s = self._batch_options
             model = redact(self._model or "?")
-            self._batcher = Batcher(first.client, first.url, model, poll_s=poll_s, deadline_s=deadline_s)
+            # its own bound: an output file holds up to 50,000 replies, where max_reply_bytes bounds one
+            client = first.client.with_options(http_client=_http_client(first.url, BATCH_FILE_BYTES))
+            self._batcher = Batcher(client, first.url, model, poll_s=poll_s, deadline_s=deadline_s)
 
     def use_ledger(self, ledger: Ledger) -> None:
         """Where batch ids are kept before polling (the run's store), so a rerun polls them again."""

@@ -107,6 +107,7 @@ class Batcher:
         self._answered: dict[str, tuple[dict[str, Any], str]] = {}  # replies of ended batches not asked for yet
         self._gathered: dict[str, dict[str, Any]] = {}  # requests of the next batch, by custom id
         self._flush: asyncio.TimerHandle | None = None
+        self._sending: set[asyncio.Task[None]] = set()  # held: the loop keeps only weak references to tasks
         self._watches: dict[str, _Watch] = {}
         self.batches: list[str] = []  # the batches this process sent, in order
         self.resumed: list[str] = []  # open batches of the ledger it polled again
@@ -133,7 +134,12 @@ class Batcher:
         if self._flush is not None:
             self._flush.cancel()
         loop = asyncio.get_running_loop()
-        self._flush = loop.call_later(GATHER_S, lambda: loop.create_task(self._send_gathered()))
+        self._flush = loop.call_later(GATHER_S, self._start_sending)
+
+    def _start_sending(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._send_gathered())
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
 
     async def _send_gathered(self) -> None:
         self._flush = None
@@ -238,7 +244,6 @@ class Batcher:
 
     async def _collect(self, watch: _Watch, batch: Any) -> None:
         """Hand out an ended batch's replies (its output file) and errors (its error file)."""
-        import openai
 
         results: dict[str, dict[str, Any] | str] = {}
         for file_id in (batch.output_file_id, batch.error_file_id):

@@ -109,8 +109,6 @@ class Batcher:
         self._flush: asyncio.TimerHandle | None = None
         self._sending: set[asyncio.Task[None]] = set()  # held: the loop keeps only weak references to tasks
         self._watches: dict[str, _Watch] = {}
-        self.batches: list[str] = []  # the batches this process sent, in order
-        self.resumed: list[str] = []  # open batches of the ledger it polled again
 
     async def submit(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The reply body (a chat completion) to ``body``, sent in a batch, and the batch's id; a BackendError
@@ -124,7 +122,7 @@ class Batcher:
             self._waiting[key] = future
             open_batch = self.ledger.open_batch(key) if self.ledger is not None else None
             if open_batch is not None and self.ledger is not None:
-                self._watch(open_batch, self.ledger.batch_requests(open_batch), resumed=True)
+                self._watch(open_batch, self.ledger.batch_requests(open_batch))
             else:
                 self._gathered[key] = body
                 self._restart_window()
@@ -191,16 +189,13 @@ class Batcher:
             raise BackendError(f"{self._url} could not take a batch of {len(chunk)} requests: {exc}") from None
         if self.ledger is not None:
             self.ledger.record_batch(batch.id, self._model, chunk)
-        self.batches.append(batch.id)
         return str(batch.id)
 
-    def _watch(self, batch_id: str, ids: frozenset[str], resumed: bool = False) -> None:
+    def _watch(self, batch_id: str, ids: frozenset[str]) -> None:
         if batch_id in self._watches:
             return
         watch = _Watch(batch_id, ids)
         self._watches[batch_id] = watch
-        if resumed:
-            self.resumed.append(batch_id)
         watch.task = asyncio.get_running_loop().create_task(self._poll(watch))
 
     async def _poll(self, watch: _Watch) -> None:

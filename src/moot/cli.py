@@ -232,6 +232,16 @@ def run(
             "the local server's slots); the results do not depend on it.",
         ),
     ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            metavar="<path>",
+            help="Write a JSON line per model call made: when it was asked for, sent and answered, the slot "
+            "that served it and the server's prompt and generation times (benchmarks/engine.py --trace reads "
+            "it); the results do not depend on it.",
+        ),
+    ] = None,
     calls_from: Annotated[
         list[Path] | None,
         typer.Option(
@@ -312,7 +322,8 @@ def run(
                 f"calls_from: {missing} does not exist: its calls are made afresh", markup=False, soft_wrap=True
             )
         chosen = tuple(condition) if condition else None
-        _run_and_report(exp, RunOptions(use_cache=not no_cache, retry_errors=retry_errors, conditions=chosen), resumed)
+        run_options = RunOptions(use_cache=not no_cache, retry_errors=retry_errors, conditions=chosen, trace=trace)
+        _run_and_report(exp, run_options, resumed)
     finally:
         exp.close()
 

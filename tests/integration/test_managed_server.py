@@ -21,6 +21,7 @@ from moot.errors import BackendError, ConfigError
 from moot.models import REGISTRY, TEST_MODEL
 from moot.runner.config import parse_experiment
 from moot.runner.experiment import RunOptions, run_experiment
+from moot.trace import Trace, breakdown, read_trace
 from tests.helpers import query
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
@@ -90,6 +91,72 @@ async def test_the_server_answers_with_log_probabilities_and_seeds_reproduce_at_
 def test_more_agents_than_slots_queue_and_finish(tiny_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     outcome = asyncio.run(run_experiment(experiment(2, agents=3, slots=1), tmp_path / "run.sqlite"))
     assert outcome.calls == 12 and outcome.errors == 0
+
+
+def test_the_requests_do_not_depend_on_slots_or_questions_in_flight_and_a_trace_times_every_call(  # type: ignore[no-untyped-def]
+    tiny_model, tmp_path: Path
+) -> None:
+    wide = experiment(3)  # the default sizing: 2 questions in flight on 6 slots
+    outcome = asyncio.run(run_experiment(wide, tmp_path / "wide.sqlite", RunOptions(trace=tmp_path / "t.jsonl")))
+    assert outcome.calls == 18 and outcome.errors == 0
+    # the same experiment one request at a time, every call looked up in the wide run's store: each request
+    # it makes is one the wide run made, byte for byte, so none is sent
+    narrow = experiment(3, slots=1).model_copy(update={"concurrency": 1, "calls_from": (tmp_path / "wide.sqlite",)})
+    again = asyncio.run(run_experiment(narrow, tmp_path / "narrow.sqlite"))
+    assert (again.calls, again.copied, again.errors) == (0, 18, 0)
+    rows = "SELECT condition, question_id, final_answer, correct, votes FROM results ORDER BY question_id"
+    assert query(tmp_path / "narrow.sqlite", rows) == query(tmp_path / "wide.sqlite", rows)
+
+    lines = read_trace(tmp_path / "t.jsonl")
+    run, calls = lines[0], [line for line in lines if line["kind"] == "call"]
+    slots = run["slots"]
+    assert run["kind"] == "run" and (slots, run["concurrency"]) == (6, 2) and lines[-1]["kind"] == "end"
+    assert len(calls) == 18 and {(c["question_id"], c["agent"], c["round"]) for c in calls} == {
+        (q, f"agent-{a}", r) for q, *_ in query(tmp_path / "wide.sqlite", "SELECT question_id FROM questions")
+        for a in (1, 2, 3) for r in (0, 1)
+    }  # fmt: skip
+    stored = dict(query(tmp_path / "wide.sqlite", "SELECT key, completion_tokens FROM calls"))
+    for c in calls:
+        (sample,) = c["samples"]
+        assert c["queued"] <= sample["sent"] <= sample["done"] <= c["done"]
+        assert 0 <= sample["slot"] < slots and 1 <= sample["busy"] <= slots
+        server = sample["server"]  # llama-server's own timings
+        assert server["predicted_n"] == sample["completion_tokens"] and server["prompt_ms"] > 0
+    assert sum(stored.values()) == sum(c["samples"][0]["completion_tokens"] for c in calls)
+    b = breakdown(lines)
+    assert b.slots == slots and b.calls == 18 and b.completion_tokens == sum(stored.values())
+    assert b.generating_s + b.prompt_s + b.other_busy_s + b.idle_s == pytest.approx(b.slot_s)
+    assert 0 < b.generating_s < b.slot_s and sum(b.busy_shares) == pytest.approx(1.0)
+
+
+async def test_ngram_speculation_drafts_yet_each_seeded_reply_is_the_one_sampled_without_it(  # type: ignore[no-untyped-def]
+    tiny_model, tmp_path: Path
+) -> None:
+    """llama-server verifies a draft by sampling the model itself at each drafted position and keeping the
+    draft only while they agree, so the sampled text is the model's own: the same seeded requests, sent one
+    at a time to a server with and without speculation, give the same replies at temperature 1."""
+    copy = "Repeat this sentence three times: 'Seven swans swim slowly south, singing softly to the moon.'"
+    requests = [
+        GenerationRequest(messages=(Message("user", copy),), temperature=1.0, max_tokens=64, seed=seed)
+        for seed in range(8)
+    ]
+    texts: dict[str, list[str]] = {}
+    for speculative in ("none", "ngram"):
+        trace = Trace(tmp_path / f"{speculative}.jsonl")
+        backend = make_backend(LocalBackendConfig(model=TEST_MODEL, n_ctx=2048, slots=1, speculative=speculative))
+        try:
+            texts[speculative] = []
+            for i, request in enumerate(requests):
+                with trace.call({"agent": "a", "round": i}):
+                    texts[speculative].append((await backend.generate(request)).samples[0].text)
+        finally:
+            await backend.aclose()
+            trace.close()
+    server = [c["samples"][0]["server"] for c in read_trace(tmp_path / "ngram.jsonl") if c["kind"] == "call"]
+    accepted = sum(t.get("draft_n_accepted", 0) for t in server)
+    assert accepted > 20  # the copies were drafted, and most drafts kept
+    same = sum(a == b for a, b in zip(texts["none"], texts["ngram"], strict=True))
+    assert same >= 7, (same, texts)
 
 
 async def test_a_port_in_use_is_one_clear_error(tiny_model) -> None:  # type: ignore[no-untyped-def]

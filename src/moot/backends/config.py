@@ -59,6 +59,7 @@ LATER_OPTIONS = frozenset(
     {
         "slots",
         "port",
+        "speculative",
         "cooldown_s",
         "max_reply_bytes",
         "adaptive_concurrency",
@@ -190,11 +191,16 @@ class LocalBackendConfig(BackendSettings):
         description="parallel slots (default: the agents of 2 questions, so 2 questions run at once)",
     )
     port: int | None = Field(default=None, ge=1, le=65535, description="port on 127.0.0.1 (default: a free one)")
+    speculative: Literal["none", "ngram"] = Field(
+        default="none",
+        description='speculative decoding: "ngram" drafts from n-grams already in the conversation (debaters '
+        "quote each other) and the model verifies them; it changes speed, never what is sampled",
+    )
 
     def build(self) -> Backend:
         import os
 
-        from moot.backends.llama_server import LlamaServerBackend, ManagedServer
+        from moot.backends.llama_server import LlamaServerBackend, ManagedServer, speculation_args
 
         path, model_id = _gguf(self.model_name())
         server = ManagedServer(
@@ -203,6 +209,7 @@ class LocalBackendConfig(BackendSettings):
             n_ctx=self.n_ctx,
             n_threads=self.n_threads or os.cpu_count() or 1,
             port=self.port,
+            extra_args=speculation_args(self.speculative),
         )
         return LlamaServerBackend(server, model_id=model_id)
 

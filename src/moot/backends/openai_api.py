@@ -76,6 +76,7 @@ from moot.backends.reasoning import split_reasoning
 from moot.backends.routing import OVERLOAD_STATUSES, PrefixMap, TokenBudget, Window, affine
 from moot.errors import BackendError, ConfigError
 from moot.redact import redact, redact_secrets, register_secret, register_url_secrets
+from moot.trace import sample_record
 
 # Local servers accept any key; the SDK refuses to start without one.
 PLACEHOLDER_KEY = "no-key"
@@ -144,6 +145,7 @@ class _Usage(_Strict):
 class _Completion(_Strict):
     choices: list[_Choice] = Field(min_length=1)
     usage: _Usage | None = None
+    timings: Any = None  # llama-server's own: prompt and generation times (read only by --trace)
 
 
 class _ModelEntry(_Strict):
@@ -436,18 +438,32 @@ class OpenAIBackend:
         return params
 
     async def _sample(
-        self, model: str, request: GenerationRequest, index: int, extra: dict[str, Any] | None = None
+        self,
+        model: str,
+        request: GenerationRequest,
+        index: int,
+        extra: dict[str, Any] | None = None,
+        record: dict[str, Any] | None = None,
     ) -> Sample:
         """Sample ``index`` of ``request``; ``extra`` adds fields to its body (a managed server's slot), its
-        ``extra_body`` merged with the request's own."""
+        ``extra_body`` merged with the request's own. ``record``: this sample's line of a ``--trace``
+        (default: a new one when the call is traced)."""
         params = self._params(model, request, index)
         for name, value in (extra or {}).items():
             params[name] = params.get(name, {}) | value if name == "extra_body" else value
+        if record is None:
+            record = sample_record()
 
         def send(client: Any) -> Awaitable[Any]:
+            if record is not None:
+                record["sent"] = time.perf_counter()
             return client.chat.completions.with_raw_response.create(**params)
 
         def check(completion: _Completion, url: str) -> tuple[_Choice, _Usage | None]:
+            if record is not None:
+                record["done"] = time.perf_counter()
+                if isinstance(completion.timings, dict):
+                    record["server"] = completion.timings
             choice = completion.choices[0]
             message = choice.message
             if message.content is None and not (message.reasoning_content or message.reasoning):
@@ -485,6 +501,8 @@ class OpenAIBackend:
         reasoning_tokens = details.reasoning_tokens if details else None
         if reasoning is not None and reasoning_tokens is None:
             reasoning_tokens = await self.count_tokens(reasoning)
+        if record is not None and usage is not None:
+            record |= {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
         return Sample(
             text=text,
             finish_reason=choice.finish_reason or "unknown",

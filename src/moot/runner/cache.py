@@ -11,6 +11,7 @@ Because a key names the request whole, another run's store can answer it too
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from moot.backends.base import Backend, GenerationRequest, Reply
 from moot.calls import Caller, Usage
 from moot.runner.store import RunStore
+from moot.trace import Trace
 
 
 def call_key(backend: Backend, request: GenerationRequest, agent: str, scope: str | None = None) -> str:
@@ -52,6 +54,7 @@ class CallCache:
     usage: Usage = field(default_factory=Usage)
     replayed: int = 0
     copied: int = 0  # of ``replayed``: calls found in ``sources``, copied into ``store``
+    trace: Trace | None = None  # ``--trace``: every call made is timed into it
     _inflight: dict[str, asyncio.Future[tuple[str, Reply]]] = field(default_factory=dict)
 
     async def call(self, backend: Backend, request: GenerationRequest, place: dict[str, object]) -> tuple[str, Reply]:
@@ -72,7 +75,8 @@ class CallCache:
         self._inflight[key] = future
         try:
             try:
-                reply = await backend.generate(request)
+                with self.trace.call(place) if self.trace is not None else contextlib.nullcontext():
+                    reply = await backend.generate(request)
             except Exception as exc:
                 self.usage.errors += 1
                 self.store.add_call_error(key, place, f"{type(exc).__name__}: {exc}")

@@ -45,6 +45,7 @@ from moot.runner.store import RunStore, StoreError, StoreLock
 from moot.runner.store.ledger import BatchLedger
 from moot.runner.summary import summary_json
 from moot.tasks import MetricContext, Question, Task
+from moot.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class RunOptions:
     use_cache: bool = True
     retry_errors: bool = False
     conditions: tuple[str, ...] | None = None
+    trace: Path | None = None  # ``--trace``: a JSON line per model call made (moot.trace)
 
 
 @dataclass(frozen=True)
@@ -380,6 +382,8 @@ class Experiment:
         status = "interrupted"
         failed = True
         try:
+            if options.trace is not None:
+                cache.trace = Trace(options.trace, self._trace_facts())
             pending = self._pending(self.store.done(), options)
             if on_start is not None:
                 on_start(len(pending))
@@ -421,7 +425,20 @@ class Experiment:
                 if not failed:
                     raise  # else the fault that stopped the run (often the same one: a full disk) is shown
             finally:
+                if cache.trace is not None:
+                    cache.trace.close()
                 await self._close_backends()
+
+    def _trace_facts(self) -> dict[str, Any]:
+        """What a trace's reader needs to know of the run: questions in flight, each backend's parallel
+        requests (a managed server's slots) and their sum."""
+        parallel = {cfg.model_name(): b.parallel for cfg, b in self._backends.items()}
+        return {
+            "output": str(self.output),
+            "concurrency": self.concurrency(),
+            "parallel": parallel,
+            "slots": sum(parallel.values()),
+        }
 
     def _pending(self, done: dict[tuple[str, str, str, int], str], options: RunOptions) -> list[Unit]:
         """The units still to run: those without a stored result, and with ``retry_errors`` those stored as

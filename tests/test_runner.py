@@ -16,7 +16,7 @@ from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend, seeded_numbers
 from moot.errors import BackendError, ConfigError
 from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.experiment import Experiment, RunOptions, run_experiment
 from moot.runner.export import export_table
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
 from moot.runner.summary import question_rows, summarize
@@ -416,7 +416,6 @@ def test_calls_from_copies_only_the_very_same_requests(tmp_path: Path) -> None:
 
 def test_calls_from_a_missing_store_is_noted_and_a_foreign_file_refused(tmp_path: Path) -> None:
     from moot.runner.config import experiment_hash
-    from moot.runner.experiment import Experiment
 
     missing = tmp_path / "none.sqlite"
     config = experiment(THREE, calls_from=[str(missing)])
@@ -451,6 +450,26 @@ def test_moot_run_calls_from_says_what_it_copied_and_what_it_could_not_find(tmp_
     assert done.exit_code == 0, done.output
     assert f"calls_from: {tmp_path / 'gone.sqlite'} does not exist: its calls are made afresh" in done.output
     assert "model calls 1 · replayed from the store 2 (2 from other runs' stores) · questions run 3" in done.output
+
+
+def test_questions_in_flight_are_sized_by_the_arms_this_session_runs(tmp_path: Path) -> None:
+    """A wide arm that is not chosen, or has finished, does not size the run: the scripted backend serves 64
+    requests at once, so 16 agents leave room for 4 questions and 3 agents for 22."""
+    wide = experiment([*THREE, {"name": "vote-16", "protocol": "vote", "agents": 16}])
+
+    def sized(path: Path, **options: Any) -> int:
+        exp = Experiment(wide, path)
+        try:
+            asyncio.run(exp.run(RunOptions(**options)))
+            return exp.concurrency()
+        finally:
+            exp.close()
+
+    assert sized(tmp_path / "all.sqlite") == 4
+    assert sized(tmp_path / "some.sqlite", conditions=("society",)) == 22
+    assert sized(tmp_path / "some.sqlite", conditions=("vote-16",)) == 4
+    # resumed with only single's and vote's questions left: sized by vote's 3 agents
+    assert sized(tmp_path / "some.sqlite") == 22
 
 
 def test_a_session_can_run_some_arms_and_a_later_one_the_rest(tmp_path: Path) -> None:

@@ -291,8 +291,10 @@ class Experiment:
                     for condition in self.conditions:
                         yield Unit(condition, task, question, seed)
 
-    async def _build_agents(self) -> None:
-        """Every condition's agents and judge, sharing one backend per distinct config, each checked once."""
+    async def _build_agents(self, running: set[str] | None = None) -> None:
+        """Every condition's agents and judge, sharing one backend per distinct config, each checked once;
+        backends sized to the conditions in ``running`` (those with questions to run this session;
+        None: all), so a wide arm that has finished (or is not chosen) does not size the server."""
         for condition in self.conditions:
             self.agents[condition.name] = build_agents(condition.agents, self._backends)
             if condition.judge is not None:
@@ -308,11 +310,13 @@ class Experiment:
                 raise ConfigError("--batch: no backend of this run has a batch API (an openai backend has)")
             for use_batches in filter(None, switches):
                 use_batches()
-        groups = [
-            [*self.agents[c.name], *([self.judges[c.name]] if c.name in self.judges else [])] for c in self.conditions
-        ]
-        self._widths = request_widths(groups)
-        await check_agents([a for group in groups for a in group], groups)
+        groups = {
+            c.name: [*self.agents[c.name], *([self.judges[c.name]] if c.name in self.judges else [])]
+            for c in self.conditions
+        }
+        sizing = [group for name, group in groups.items() if running is None or name in running]
+        self._widths = request_widths(sizing)
+        await check_agents([a for group in groups.values() for a in group], sizing)
         models = {cfg.model_name(): {"backend": cfg.kind, "model_id": b.model_id} for cfg, b in self._backends.items()}
         if self._store is None:  # created only once every model loads and every server answers
             self._store = self._create_store()
@@ -361,8 +365,10 @@ class Experiment:
                 on_start(0)
             return RunOutcome(self.output, total, total, 0, 0, 0, 0, 0, time.perf_counter() - start)
         if not idle:
+            chosen = self._chosen(options)
+            running = {u.condition.name for u in self._pending(self._store.done(), options)} if self._store else chosen
             try:
-                await self._build_agents()
+                await self._build_agents(set(running) if running is not None else None)
             except BaseException:
                 await self._close_backends()
                 raise

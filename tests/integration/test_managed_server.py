@@ -159,6 +159,16 @@ async def test_ngram_speculation_drafts_yet_each_seeded_reply_is_the_one_sampled
     assert same >= 7, (same, texts)
 
 
+async def test_a_kv_cache_larger_than_the_machines_memory_is_one_clear_error(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    backend = make_backend(LocalBackendConfig(model=TEST_MODEL, n_ctx=1_048_576, slots=64))
+    with pytest.raises(BackendError) as caught:
+        await backend.check()
+    await backend.aclose()
+    message = str(caught.value)
+    assert message.startswith("llama-server could not allocate a KV cache of 64 slots x 1048576 tokens (")
+    assert "GiB), more memory than this machine has: set fewer slots" in message and "\n" not in message
+
+
 async def test_a_port_in_use_is_one_clear_error(tiny_model) -> None:  # type: ignore[no-untyped-def]
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

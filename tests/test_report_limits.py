@@ -278,3 +278,30 @@ def test_large_reports_page_their_transcripts(small_report: Report, tmp_path: Pa
     write_html(small_report, out)
     assert not folder.exists() and len(_transcripts(out.read_text())) == 12
     assert len(_transcripts(report_html(small_report))) == 12
+
+
+def test_names_of_points_close_together_do_not_print_over_each_other() -> None:
+    """Four conditions of nearly the same cost and accuracy (society and gated in across are 300 tokens and 0.01
+    apart), and one at the right edge: every name is placed off the others' names and off every point, inside the
+    axes (the edge one to the left of its point)."""
+    from matplotlib.figure import Figure
+    from matplotlib.text import Annotation
+
+    figure = Figure(figsize=(5.6, 3.5), dpi=100, layout="constrained")
+    ax = figure.add_subplot()
+    points = [(2600.0, 0.59), (2650.0, 0.585), (2966.0, 0.59), (2700.0, 0.6), (6000.0, 0.62)]
+    ax.scatter(*zip(*points))
+    ax.set_xlim(0, 6050)
+    ax.set_ylim(0, 1)
+    for i, (x, y) in enumerate(points):
+        plots_module._label(ax, ["gated", "society", "du-adaptive", "vote-16", "mad-m2"][i], x, y)
+    plots_module._png(figure)
+    renderer = figure.canvas.get_renderer()
+    boxes = [a.get_window_extent(renderer) for a in figure.findobj(Annotation)]
+    marks = [ax.transData.transform(p) for p in points]
+    frame = ax.get_window_extent(renderer)
+    for i, box in enumerate(boxes):
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, i
+        assert not any(box.overlaps(other) for other in boxes[i + 1 :]), i
+        assert not any(box.x0 < x < box.x1 and box.y0 < y < box.y1 for x, y in marks), i
+    assert boxes[-1].x1 < marks[-1][0]  # the edge point's name is on its left

@@ -305,10 +305,19 @@ def test_update_then_check_from_stores_and_from_summaries_alone(single_seed: Pat
     shutil.copy(single_seed, paths.stores / "toy.sqlite")
     before = (paths.stores / "toy.sqlite").read_bytes()
     written = update(paths)
-    assert [p.name for p in written] == ["toy.json", "toy.csv", "results.md"]
+    assert [p.name for p in written] == ["toy.json", "toy.csv", "toy-frontier.png", "results.md"]
     assert (paths.stores / "toy.sqlite").read_bytes() == before  # the store is read, never written
     assert check(paths) == []
     text = paths.document.read_text(encoding="utf-8")
+    # the run has a pool (vote, 3 answers): its frontier picture is drawn beside the summaries and shown
+    picture = paths.summaries / "toy-frontier.png"
+    assert picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "![Accuracy-cost frontier of toy](results/toy-frontier.png)" in text
+    assert "vote@k curve of vote's 3 answers" in text
+    picture.unlink()
+    assert check(paths) == [f"{picture} is missing (the document shows it): run `moot results` where the store is"]
+    update(paths)
+    assert picture.exists() and check(paths) == []
     assert "## Toy et al. 2024" in text and "## Later et al." in text and "Not run yet" in text
     assert "The paper's setting: a big model, 3 agents." in text and "Small models debate less well." in text
     assert "- society: read off Figure 2" in text and "| vote | 12 | — |" in text

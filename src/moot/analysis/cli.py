@@ -246,14 +246,18 @@ def _compare_budget(
 def results(
     check: Annotated[
         bool,
-        typer.Option("--check", help="Write nothing; fail (exit 1) if docs/results.md or a summary is out of date."),
+        typer.Option(
+            "--check",
+            help="Write nothing; fail (exit 1) if docs/results.md or a summary is out of date, or a picture missing.",
+        ),
     ] = False,
 ) -> None:
     """Regenerate docs/results.md, the replications: papers' figures beside moot's stored runs.
 
     Run from the repository root. Summarises each store runs/replicate/NAME.sqlite (the output of
-    examples/replicate/NAME.toml) into docs/results/NAME.csv and NAME.json, then writes docs/results.md
-    from those summaries and docs/results/papers.toml (the papers' figures). Stores are read, never written.
+    examples/replicate/NAME.toml) into docs/results/NAME.csv and NAME.json and draws its accuracy-cost frontier
+    as docs/results/NAME-frontier.png, then writes docs/results.md from those summaries and
+    docs/results/papers.toml (the papers' figures). Stores are read, never written.
     """
     from moot.analysis.results import check as check_results
     from moot.analysis.results import update

@@ -52,6 +52,55 @@ def _legend(ax: Any, handles: list[Any], labels: list[str]) -> None:
         ax.legend(handles, labels, fontsize="small")
 
 
+LABEL = "point-label"  # the gid of a point's name (``_label``), placed by ``_place_labels``
+# where a point's name may go, in points from the point: right and above first, then below, left, further
+LABEL_OFFSETS = ((6, 4, "left"), (6, -12, "left"), (-6, 4, "right"), (-6, -12, "right"), (6, 14, "left"),
+                 (6, -22, "left"), (-6, 14, "right"), (-6, -22, "right"))  # fmt: skip
+
+
+def _label(ax: Any, text: str, x: float, y: float) -> None:
+    """A point's name beside it; ``_place_labels`` moves it off other names and points when the figure is drawn."""
+    ax.annotate(text, (x, y), textcoords="offset points", xytext=LABEL_OFFSETS[0][:2], fontsize="small",
+                parse_math=False, gid=LABEL, in_layout=False)  # fmt: skip
+
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display units
+
+
+def _overlap(a: Box, b: Box) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _place_labels(figure: Any) -> None:
+    """Each axes' point names, left to right, at the offset of ``LABEL_OFFSETS`` (the first of those tried in
+    order) where the name covers the least of the names already placed and of the points, leaving the axes
+    counting ten times over: so the names of points close together (two conditions of nearly the same cost
+    and accuracy) do not print over each other or off the plot."""
+    from matplotlib.text import Annotation
+
+    renderer = figure.canvas.get_renderer()
+    for ax in figure.axes:
+        labels = [a for a in ax.findobj(Annotation) if a.get_gid() == LABEL]
+        anchors = [tuple(ax.transData.transform(a.xy)) for a in labels]
+        taken: list[Box] = [(x - 4, y - 4, x + 4, y + 4) for x, y in anchors]  # each point's marker
+        frame = ax.get_window_extent(renderer)
+        inside: Box = (frame.x0, frame.y0, frame.x1, frame.y1)
+        for label, _ in sorted(zip(labels, anchors), key=lambda pair: pair[1]):
+            best: tuple[float, Box] | None = None
+            for dx, dy, align in LABEL_OFFSETS:
+                label.set_position((dx, dy))
+                label.set_horizontalalignment(align)
+                e = label.get_window_extent(renderer)
+                box: Box = (e.x0, e.y0, e.x1, e.y1)
+                score = 10 * (e.width * e.height - _overlap(box, inside)) + sum(_overlap(box, t) for t in taken)
+                if best is None or score < best[0]:
+                    best, chosen = (score, box), (dx, dy, align)
+            assert best is not None
+            label.set_position(chosen[:2])
+            label.set_horizontalalignment(chosen[2])
+            taken.append(best[1])
+
+
 def _png(figure: Any) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -59,6 +108,7 @@ def _png(figure: Any) -> bytes:
     _plain(figure)
     figure.draw_without_rendering()  # a layout may add tick labels: made, then plain too
     _plain(figure)
+    _place_labels(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
@@ -181,13 +231,17 @@ def cost_plot(report: Report) -> Plot:
         y = c.accuracy.estimate
         below, above = _error(c)
         ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=4)
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize="small", parse_math=False)
+        _label(ax, label, x, y)
     ax.set_xlabel("cost per question (USD)" if priced else "tokens used per question")
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.set_title("Cost against accuracy")
     return Plot("cost", "Cost against accuracy", _png(figure))
+
+
+ONE_TASK = ("#1f5f8b", "#d08c2a", "grey")  # a task's points, vote@k curve and frontier
+TASK_HUES = ("#1f5f8b", "#b5651d", "#5a7d2a", "#7b3f8c")  # with several tasks: all three in the task's hue
 
 
 def frontier_plot(report: Report) -> Plot | None:
@@ -203,30 +257,32 @@ def frontier_plot(report: Report) -> Plot | None:
     tasks = [t for t in report.tasks if t.accuracy_applies and t.vote_pool is not None]
     if not tasks:
         return None
-    figure = Figure(figsize=(10.4, 4.2), dpi=100, layout="constrained")
+    figure = Figure(figsize=(10.4, 4.8), dpi=100, layout="constrained")
     axes = figure.subplots(1, 2, sharey=True)
     several = len(tasks) > 1
     handles: list[Any] = []
     labels: list[str] = []
     for measure, ax in zip(("tokens", "calls"), axes):
         first = measure == "tokens"  # the legend is drawn once, from the left panel's handles
-        for t in tasks:
+        for i, t in enumerate(tasks):
             pool = t.vote_pool
             assert pool is not None
             points = task_frontier(t)
+            point_colour, curve_colour, front_colour = (TASK_HUES[i % len(TASK_HUES)],) * 3 if several else ONE_TASK
             cost = (lambda p: p.tokens) if first else (lambda p: p.calls)
             on = (lambda p: p.on_tokens_frontier) if first else (lambda p: p.on_calls_frontier)
             conditions = [p for p in points if p.k is None]
             for p in conditions:
                 below, above = error_bar(p.accuracy, p.low, p.high)
-                ax.errorbar([cost(p)], [p.accuracy], yerr=[[below], [above]], fmt="o", capsize=4, color="#1f5f8b")
+                ax.errorbar([cost(p)], [p.accuracy], yerr=[[below], [above]], fmt="o", capsize=4, color=point_colour)
                 label = f"{t.task}/{p.name}" if several else p.name
-                ax.annotate(label, (cost(p), p.accuracy), textcoords="offset points", xytext=(6, 4),
-                            fontsize="small", parse_math=False)  # fmt: skip
+                _label(ax, label, cost(p), p.accuracy)
             votes = [p for p in points if p.k is not None]
-            line = ax.plot([cost(p) for p in votes], [p.accuracy for p in votes], marker=".", color="#d08c2a")
+            line = ax.plot([cost(p) for p in votes], [p.accuracy for p in votes], marker=".", color=curve_colour)
             front = sorted((cost(p), p.accuracy) for p in points if on(p))
-            dashed = ax.plot([x for x, _ in front], [y for _, y in front], linestyle="--", color="grey", alpha=0.7)
+            dashed = ax.plot(
+                [x for x, _ in front], [y for _, y in front], linestyle="--", color=front_colour, alpha=0.7
+            )
             ringed = [p for p in conditions if on(p)]
             ring = ax.scatter([cost(p) for p in ringed], [p.accuracy for p in ringed], s=160, facecolors="none",
                               edgecolors="#2a8d3c", linewidths=1.5)  # fmt: skip
@@ -239,7 +295,7 @@ def frontier_plot(report: Report) -> Plot | None:
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("accuracy")
-    _legend(axes[0], handles, labels)
+    figure.legend(handles, labels, loc="outside lower center", ncols=3, fontsize="small")  # off the points
     figure.suptitle("Accuracy-cost frontier against vote@k")
     return Plot("frontier", "Accuracy-cost frontier", _png(figure))
 

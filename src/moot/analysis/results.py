@@ -691,6 +691,16 @@ def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | Non
         ]
         for task in dict.fromkeys(r.task for r in rows):
             lines += _task_section(paper, task_figures(paper, facts, rows, task))
+        if facts.vote_pools:
+            pools = ", ".join(sorted({f"{v.condition}'s {v.agents}" for v in facts.vote_pools}))
+            lines += [
+                f"![Accuracy-cost frontier of {paper.file}]({SUMMARIES.name}/{picture_name(paper.file)})",
+                "",
+                f"Each condition's accuracy (95% interval) against tokens (left) and calls (right) per question, the "
+                f"vote@k curve of {pools} answers and the frontier through the points nothing beats (conditions on "
+                "it ringed); the picture `moot report --figures` draws.",
+                "",
+            ]
     if paper.notes:
         lines += [paper.notes.strip(), ""]
     return lines
@@ -784,6 +794,11 @@ def _write(path: Path, text: str, generated: bool) -> None:
     write_output(path, lambda target: target.write_text(text, encoding="utf-8"))
 
 
+def _write_picture(path: Path, png: bytes) -> None:
+    check_output(path, default=True)  # moot's own name for it, beside its own summaries
+    write_output(path, lambda target: target.write_bytes(png))
+
+
 def _ours(path: Path, first_line: str) -> bool:
     try:
         with path.open(encoding="utf-8") as f:
@@ -797,8 +812,24 @@ def _document(papers: Papers, paths: Paths) -> str:
     return render(papers, {p.file: read_summary(paths.summaries, p.file) for p in papers.paper})
 
 
+def picture_name(file: str) -> str:
+    """The file name of replication ``file``'s frontier picture, beside its summaries."""
+    return f"{file}-frontier.png"
+
+
+def frontier_picture(store: Path) -> bytes | None:
+    """The accuracy-cost frontier of a store as a PNG (``plots.frontier_plot`` of its report), or None where it
+    has no pool of 2 or more answers to draw vote@k from."""
+    from moot.analysis.plots import frontier_plot
+    from moot.analysis.report import build_report
+
+    plot = frontier_plot(build_report(store))
+    return None if plot is None else plot.png
+
+
 def update(paths: Paths = Paths()) -> list[Path]:
-    """Summarise the stores that exist and rewrite the document; return the files written."""
+    """Summarise the stores that exist, draw their frontier pictures and rewrite the document; return the files
+    written."""
     papers = read_papers(paths.papers)
     written = []
     for file, (facts, rows) in fresh_summaries(papers, paths).items():
@@ -808,6 +839,11 @@ def update(paths: Paths = Paths()) -> list[Path]:
         ):
             target = paths.summaries / f"{file}{suffix}"
             _write(target, text, any(_ours(target, first) for first in firsts))
+            written.append(target)
+        png = frontier_picture(paths.stores / f"{file}.sqlite")
+        if png is not None:
+            target = paths.summaries / picture_name(file)
+            _write_picture(target, png)
             written.append(target)
     text = _document(papers, paths)
     _write(paths.document, text, _ours(paths.document, MARKER))
@@ -831,4 +867,9 @@ def check(paths: Paths = Paths()) -> list[str]:
         return [*problems, f"{paths.document} cannot be made from the summaries: {exc}"]
     if not paths.document.exists() or paths.document.read_text(encoding="utf-8") != text:
         problems.append(f"{paths.document} differs from the summaries in {paths.summaries}")
+    for p in papers.paper:  # a picture's bytes depend on matplotlib's version: it is checked to be there
+        summary = read_summary(paths.summaries, p.file)
+        picture = paths.summaries / picture_name(p.file)
+        if summary is not None and summary[0].vote_pools and not picture.exists():
+            problems.append(f"{picture} is missing (the document shows it): run `moot results` where the store is")
     return problems

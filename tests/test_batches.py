@@ -221,6 +221,31 @@ def test_a_batched_call_pays_the_prices_batch_share() -> None:
     assert third.cost == pytest.approx(0.002)
 
 
+def test_a_batch_whose_files_expired_is_closed_and_sent_again(
+    server: BatchServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch left open (its output unread) whose files the provider has since deleted: the rerun that finds
+    them gone closes it ("files-gone") with one clear line a question, and the next --retry-errors sends its
+    requests again. Before, the batch stayed open and every rerun failed on it."""
+    monkeypatch.setattr(openai_api, "BATCH_FILE_BYTES", 1024)  # the first run cannot read the output: left open
+    path = tmp_path / "run.sqlite"
+    run(table(server.url, batch=True), path)
+    assert failed_questions(path) == 4 and query(path, "SELECT status FROM batches") == [("sent",)]
+    monkeypatch.setattr(openai_api, "BATCH_FILE_BYTES", 2**20)
+    with server.lock:
+        (batch,) = server.batches.values()
+        output = batch["output_file_id"]
+        del server.files[output]  # expired at the provider
+    run(table(server.url, batch=True), path, retry_errors=True)
+    assert failed_questions(path) == 4 and server.created == 1
+    (error,) = query(path, "SELECT DISTINCT error FROM results")
+    assert f"no longer has {output} of batch {batch['id']} (its files expired)" in error[0]
+    assert query(path, "SELECT status FROM batches") == [("files-gone",)]
+    again = run(table(server.url, batch=True), path, retry_errors=True)
+    assert again.errors == 0 and failed_questions(path) == 0 and server.created == 2 and server.executed == 24
+    assert query(path, "SELECT status FROM batches ORDER BY created_at") == [("files-gone",), ("completed",)]
+
+
 def test_a_batch_file_larger_than_one_replys_bound_is_read(server: BatchServer, tmp_path: Path) -> None:
     # 12 replies of ~350 bytes: an output file of ~4 KB, where one reply may be 1 KB at most
     outcome = run(table(server.url, batch=True, max_reply_bytes=1024), tmp_path / "run.sqlite")

@@ -238,14 +238,22 @@ class Batcher:
             await asyncio.sleep(self._poll_s)
 
     async def _collect(self, watch: _Watch, batch: Any) -> None:
-        """Hand out an ended batch's replies (its output file) and errors (its error file)."""
+        """Hand out an ended batch's replies (its output file) and errors (its error file). A file the provider
+        no longer has (OpenAI deletes them some days after) closes the batch as "files-gone", so that its
+        requests are sent again when asked (``--retry-errors``); any other failure to read leaves it open."""
+        import openai
+
         results: dict[str, dict[str, Any] | str] = {}
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
                 try:
                     content = await self._client.files.content(file_id)
+                except openai.NotFoundError:
+                    gone = f"{self._url} no longer has {file_id} of batch {watch.batch_id} (its files expired)"
+                    self._end(watch, "files-gone", gone)
+                    return
                 except Exception as exc:  # left open in the ledger: a rerun reads it again
-                    self._end(watch, None, f"cannot read {file_id} of batch {watch.batch_id}: {_short(exc)}")
+                    self._end(watch, None, f"cannot read {file_id} of batch {watch.batch_id}: {_what(exc)}")
                     return
                 results |= _lines(content.content, watch.batch_id)
         answered = {key: r for key, r in results.items() if isinstance(r, dict) and key in watch.ids}

@@ -111,6 +111,66 @@ def test_equal_budget_rows_hand_checked() -> None:
     assert (a.holm_p, b.holm_p) == (1.0, 1.0)  # Holm: min(1, 2 x 0.5) = 1, then the larger p 1
 
 
+def test_equal_budget_verdicts_under_each_reader_hand_checked() -> None:
+    """The same two questions and pool as above, now also read by the paper's parser and the strict reader. Six
+    questions would be needed for significance, so the verdict is compared on its direction: moot's debate is
+    +0.5 against vote@3 (right on both). The paper's reading makes the debate wrong on q1 and its pool
+    right/right/right on q0 (P(vote@3) = 1) and wrong on q1 (0): d = (0, 0), no difference: it breaks the
+    verdict (direction + against none). The strict reader keeps the debate's correctness and reads q1's pool as
+    moot does: d = (0, 1), +0.5: robust under it. A reader that reads no question of the condition (None) is
+    not applicable and breaks nothing."""
+    from moot.analysis.results import budget_readers
+
+    rows = (VoteAtK(1, 0.5, 100.0, 1.0), VoteAtK(2, 0.5, 200.0, 2.0), VoteAtK(3, 0.5, 300.0, 3.0))
+    moot = VotePool("vote", "arithmetic", 3, "first", 2, 1, 100.0, rows,
+                    (("q0", (2 / 3, 2 / 3, 1.0)), ("q1", (1 / 3, 1 / 3, 0.0))))  # fmt: skip
+    paper = VotePool("vote", "arithmetic", 3, "first", 2, 1, 100.0, rows,
+                     (("q0", (1.0, 1.0, 1.0)), ("q1", (0.0, 0.0, 0.0))), "paper")  # fmt: skip
+    strict = VotePool("vote", "arithmetic", 3, "first", 2, 1, 100.0, rows, moot.by_question, "strict")
+
+    def row(q: int, correct: bool, paper: bool | None) -> ResultRow:
+        base = _row("debate", q, correct).model_copy(update={"prompt_tokens": 250, "completion_tokens": 0})
+        return base.model_copy(update={"correct_paper": paper, "correct_strict": correct})
+
+    debate = [row(0, True, True), row(1, True, False)]
+    (base,) = equal_budget_rows(moot, {"debate": debate})
+    (under,) = budget_readers([base], [paper, strict], {"debate": debate})
+    verdicts = dict(under.rows)
+    assert (verdicts["paper"].k, verdicts["paper"].difference) == (3, 0.0)  # type: ignore[union-attr]
+    assert verdicts["strict"].difference == 0.5  # type: ignore[union-attr]
+    assert under.breaks == ("paper",) and under.summary == "breaks under: paper"
+    unread = [row(0, True, None), row(1, True, None)]  # the paper's parser does not read the condition
+    (under,) = budget_readers([base], [paper, strict], {"debate": unread})
+    assert dict(under.rows)["paper"] is None and under.summary == "robust"
+    (under,) = budget_readers([base], [], {"debate": debate})  # no reader reads the pool: nothing re-derived
+    assert under.summary == "—"
+
+
+def test_the_pool_under_each_reader_is_its_stored_replies_read_again(single_seed: Path) -> None:
+    """``pools_by_reader``: moot's pool is ``vote_at_k``'s; the paper's is vote@k of the pool's round-0 replies
+    read by Du et al.'s parse_answer (``du_arithmetic``) and scored against the gold answer, per question."""
+    from moot.analysis.budget import pools_by_reader, vote_at_k, vote_probabilities
+    from moot.analysis.readers import du_arithmetic, strict_number_at_end
+    from moot.runner.store import RunStore
+
+    pools = pools_by_reader(single_seed)
+    assert pools["moot"] == vote_at_k(single_seed)
+    ((paper,), (strict,)) = pools["paper"], pools["strict"]
+    assert (paper.reader, strict.reader, paper.condition) == ("paper", "strict", "vote")
+    store = RunStore.read(single_seed)
+    try:
+        for pool, read in ((paper, du_arithmetic), (strict, strict_number_at_end)):
+            expected = []
+            for r in store.iter_results():
+                if r.condition == "vote":
+                    answers = [read(t.text) for t in r.result.rounds[0].turns]
+                    right = {a for a in answers if a is not None and float(a) == float(r.result.question.gold)}
+                    expected.append((r.result.question.id, vote_probabilities(answers, right, "first")[1:]))
+            assert list(pool.by_question) == expected
+    finally:
+        store.close()
+
+
 def test_summary_files_read_back_as_written(single_seed: Path, tmp_path: Path) -> None:
     facts, rows = summarise(single_seed)
     (tmp_path / "x.csv").write_text(rows_csv(rows), encoding="utf-8")

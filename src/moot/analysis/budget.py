@@ -187,6 +187,7 @@ class VotePool:
     tokens_per_answer: float
     rows: tuple[VoteAtK, ...]
     by_question: tuple[tuple[str, tuple[float, ...]], ...] = field(repr=False)
+    reader: str = "moot"  # whose reading of the answers (``moot.analysis.readers``): moot's stored answers by default
 
     def cost(self, k: int, measure: Measure) -> float:
         row = self.rows[k - 1]
@@ -226,11 +227,16 @@ class EqualBudget:
     holm_p: float
 
 
+Answers = dict[str, list[tuple[tuple[str | None, ...], frozenset[str]]]]  # question -> [(answers, right)] by seed
+
+
 @dataclass
 class _Pooled:
-    """One task's pool answers and debate results, read once."""
+    """One task's pool answers (moot's, and as each other reader reads the replies) and debate results, read
+    once."""
 
-    answers: dict[str, list[tuple[tuple[str | None, ...], frozenset[str]]]] = field(default_factory=dict)
+    answers: Answers = field(default_factory=dict)
+    reread: dict[str, Answers] = field(default_factory=dict)  # reader -> its reading, where it applies
     answer_tokens: list[int] = field(default_factory=list)
     seeds: set[int] = field(default_factory=set)
     # condition -> question id -> [(correct, tokens, calls)] over seeds
@@ -268,7 +274,17 @@ def default_pool(store: RunStore | Path | str) -> str:
             opened.close()
 
 
-def _read(store: RunStore | Path | str, pool: str | None, debates: Sequence[str] | None, task: str | None) -> _Read:
+def _read(
+    store: RunStore | Path | str,
+    pool: str | None,
+    debates: Sequence[str] | None,
+    task: str | None,
+    readers: bool = False,
+) -> _Read:
+    """The pool's round-0 answers and the debates' results per task; ``readers``: the pool's replies also read by
+    every other documented reader that applies (``moot.analysis.readers``), scored by the task."""
+    from moot.analysis.readers import MOOT, READERS, reading
+    from moot.analysis.readers import _task as known_task
     from moot.analysis.transcripts import AnalysisError
     from moot.analysis.transcripts import open_run as _open
     from moot.runner.summary import used_calls
@@ -297,6 +313,14 @@ def _read(store: RunStore | Path | str, pool: str | None, debates: Sequence[str]
                 answers += (None,) * (protocol.agents - len(answers))  # a missing answer does not vote
                 right = frozenset(t.answer for t in turns if t.answer is not None and t.correct)
                 data.answers.setdefault(qid, []).append((answers, right))
+                for name, reader in READERS.items() if readers else ():
+                    scorer = known_task(r.task)
+                    read = None if name == MOOT else reading(reader, r.task, conditions[pool], r.result.question)
+                    if read is None or scorer is None:
+                        continue  # moot's is the stored answers; the reader does not read this task
+                    again = tuple(read(t.text) for t in turns) + (None,) * (protocol.agents - len(turns))
+                    good = frozenset(a for a in again if a is not None and scorer.score(a, r.result.question))
+                    data.reread.setdefault(name, {}).setdefault(qid, []).append((again, good))
                 data.answer_tokens.extend(t.prompt_tokens + t.completion_tokens for t in turns)
                 data.seeds.add(r.seed)
             else:
@@ -316,10 +340,11 @@ def _read(store: RunStore | Path | str, pool: str | None, debates: Sequence[str]
             opened.close()
 
 
-def _pool(read: _Read, task: str) -> VotePool:
+def _pool(read: _Read, task: str, reader: str = "moot") -> VotePool:
     data = read.tasks[task]
+    answers = data.answers if reader == "moot" else data.reread[reader]
     by_question = []
-    for qid, repeats in data.answers.items():
+    for qid, repeats in answers.items():
         per_seed = np.array([vote_probabilities(a, right, read.tie_rule)[1:] for a, right in repeats])
         by_question.append((qid, tuple(float(x) for x in per_seed.mean(axis=0))))
     matrix = np.array([p for _, p in by_question])
@@ -337,7 +362,19 @@ def _pool(read: _Read, task: str) -> VotePool:
         per_answer,
         rows,
         tuple(by_question),
+        reader,
     )
+
+
+def pools_by_reader(store: RunStore | Path | str, pool: str | None = None) -> dict[str, tuple[VotePool, ...]]:
+    """``vote_at_k`` of every task under each documented reader that reads the pool's replies (moot's always):
+    the pool's round-0 replies re-read by the reader and scored by the task, the costs unchanged. One read of
+    the store."""
+    read = _read(store, pool, (), None, readers=True)
+    out: dict[str, tuple[VotePool, ...]] = {"moot": tuple(_pool(read, name) for name in read.tasks)}
+    for reader in dict.fromkeys(r for data in read.tasks.values() for r in data.reread):
+        out[reader] = tuple(_pool(read, name, reader) for name, data in read.tasks.items() if reader in data.reread)
+    return out
 
 
 def vote_at_k(store: RunStore | Path | str, pool: str | None = None, task: str | None = None) -> tuple[VotePool, ...]:

@@ -145,6 +145,9 @@ class RunFacts(StrictModel):
     # vote@k of the run's pool per task (``moot.analysis.budget.vote_at_k``: each question's P(vote@k right)),
     # for the equal-budget comparison; none where the run has no condition of 1 round and 2 or more agents
     vote_pools: tuple[VotePool, ...] = ()
+    # the same pools with the replies read by each other documented reader that reads them (``VotePool.reader``),
+    # for the equal-budget verdicts' reader sensitivity
+    reader_pools: tuple[VotePool, ...] = ()
 
 
 COLUMNS = tuple(ResultRow.model_fields)
@@ -183,6 +186,7 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
             models.add(c.model_name)
         sessions = [s for s in store.sessions() if s.made_calls]  # the run's cost: a replay adds none
         per_unit = usage(calls, [used_calls(r) for r in results], {}, lambda unit: unit)
+        pools = _vote_pools(store)
         rows = []
         for r in results:
             u = per_unit[r.key]
@@ -218,26 +222,27 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
             models=tuple(sorted(models)),
             planned=meta.config.planned_units(),
             conditions=tuple(c.name for c in meta.config.conditions),
-            vote_pools=_vote_pools(store),
+            vote_pools=pools.get(MOOT, ()),
+            reader_pools=tuple(v for reader, vs in pools.items() if reader != MOOT for v in vs),
         )
     finally:
         store.close()
     return facts, rows
 
 
-def _vote_pools(store: RunStore) -> tuple[VotePool, ...]:
+def _vote_pools(store: RunStore) -> dict[str, tuple[VotePool, ...]]:
     """The run's pool per task (``budget.default_pool``), where it is a condition of 2 or more agents that has
-    stored answers."""
-    from moot.analysis.budget import default_pool, vote_at_k
+    stored answers, by reader (``budget.pools_by_reader``; empty: no pool)."""
+    from moot.analysis.budget import default_pool, pools_by_reader
     from moot.analysis.report import AnalysisError
 
     try:
         pool = default_pool(store)
         if store.conditions()[pool].protocol.agents < 2:
-            return ()
-        return vote_at_k(store, pool)
+            return {}
+        return pools_by_reader(store, pool)
     except AnalysisError:  # no condition of 1 round, or the pool has no stored answers yet
-        return ()
+        return {}
 
 
 def rows_csv(rows: Iterable[ResultRow]) -> str:
@@ -329,6 +334,38 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class BudgetReaders:
+    """One equal-budget row under each reader (by name; None: the reader reads the pool's or the condition's
+    replies on no question), each with Holm's adjustment over its reader's table."""
+
+    debate: str
+    rows: tuple[tuple[str, EqualBudget | None], ...]
+
+    @staticmethod
+    def _verdict(e: EqualBudget) -> tuple[int, bool]:
+        return (e.difference > 0) - (e.difference < 0), e.holm_p < 0.05
+
+    @property
+    def breaks(self) -> tuple[str, ...]:
+        """The readers whose verdict (direction, significance at Holm p < 0.05) differs from moot's."""
+        base = dict(self.rows)[MOOT]
+        if base is None:
+            return ()
+        return tuple(
+            reader
+            for reader, e in self.rows
+            if e is not None and reader != MOOT and self._verdict(e) != self._verdict(base)
+        )
+
+    @property
+    def summary(self) -> str:
+        """ "robust", "breaks under: paper, strict", or "—" where no other reader reads both sides."""
+        if not any(e is not None for reader, e in self.rows if reader != MOOT):
+            return DASH
+        return "robust" if not self.breaks else f"breaks under: {', '.join(self.breaks)}"
+
+
+@dataclass(frozen=True)
 class TaskFigures:
     task: str
     questions: int
@@ -337,6 +374,7 @@ class TaskFigures:
     comparisons: tuple[Comparison, ...]
     pool: VotePool | None = None
     equal_budget: tuple[EqualBudget, ...] = ()  # every other condition against the pool's vote@k, in tokens
+    budget_readers: tuple[BudgetReaders, ...] = ()  # each equal-budget row under every reader, in its order
 
 
 def _by_question(rows: Iterable[ResultRow]) -> dict[str, Repeats]:
@@ -393,16 +431,36 @@ BUDGET_MEASURE: Measure = "tokens"  # as ``moot report``'s equal-budget table
 def equal_budget_rows(pool: VotePool, by_condition: Mapping[str, Sequence[ResultRow]]) -> tuple[EqualBudget, ...]:
     """Every condition but the pool against the vote@k of the same tokens per question, from the summary
     rows alone (``budget.match_budget``, with the seed and resamples of the rest of the document), Holm's
-    adjustment over the task's rows: the figures ``moot report`` and ``moot compare --budget`` give."""
+    adjustment over the task's rows: the figures ``moot report`` and ``moot compare --budget`` give. Under the
+    pool's reader (``VotePool.reader``): a condition's correctness as that reader reads it; a condition the
+    reader does not read is left out."""
     rows = []
     for name, results in by_condition.items():
         if name == pool.condition or not results:
             continue
         debates: dict[str, list[tuple[bool, int, int]]] = {}
         for r in results:
-            debates.setdefault(r.question_id, []).append((r.correct, r.prompt_tokens + r.completion_tokens, r.calls))
-        rows.append(match_budget(pool, name, debates, BUDGET_MEASURE, SEED, RESAMPLES))
+            right = r.correct_under(pool.reader)
+            if right is None:
+                break
+            debates.setdefault(r.question_id, []).append((right, r.prompt_tokens + r.completion_tokens, r.calls))
+        else:
+            rows.append(match_budget(pool, name, debates, BUDGET_MEASURE, SEED, RESAMPLES))
     return tuple(with_holm(rows))
+
+
+def budget_readers(
+    rows: Sequence[EqualBudget], pools: Sequence[VotePool], by_condition: Mapping[str, Sequence[ResultRow]]
+) -> tuple[BudgetReaders, ...]:
+    """Each of moot's equal-budget ``rows`` re-derived under every reader that reads the pool (``pools``: the
+    task's pool as each reader reads it, ``RunFacts.reader_pools``)."""
+    under = {p.reader: {e.debate: e for e in equal_budget_rows(p, by_condition)} for p in pools}
+    return tuple(
+        BudgetReaders(
+            e.debate, ((MOOT, e), *((r, under[r].get(e.debate) if r in under else None) for r in READERS if r != MOOT))
+        )
+        for e in rows
+    )
 
 
 def _stated(paper: Paper) -> dict[tuple[str, str], Claim]:
@@ -436,6 +494,8 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
         claim = stated.get((a, b))
         comparisons.append(Comparison(a, b, p, h, difference, None if claim is None else claim.direction, r))
     pool = next((v for v in facts.vote_pools if v.task == task), None)
+    budget = () if pool is None else equal_budget_rows(pool, by_condition)
+    reread = [v for v in facts.reader_pools if v.task == task]
     return TaskFigures(
         task,
         len({r.question_id for r in mine}),
@@ -443,7 +503,8 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
         figures,
         tuple(comparisons),
         pool,
-        () if pool is None else equal_budget_rows(pool, by_condition),
+        budget,
+        budget_readers(budget, reread, by_condition),
     )
 
 
@@ -620,14 +681,15 @@ def _budget_lines(t: TaskFigures) -> list[str]:
             f"{_points(e.difference)} [{fixed(100 * e.ci.low, 1)}, {fixed(100 * e.ci.high, 1)}]",
             p_value(e.p),
             p_value(e.holm_p),
+            r.summary,
         ]
-        for e in t.equal_budget
+        for e, r in zip(t.equal_budget, t.budget_readers)
     ]
     lines += _table(
         ["condition", "n", "tokens/q", "k", "vote@k tokens/q", "accuracy", "vote@k accuracy",
-         "equal budget (points)", "sign-flip p", "Holm p"],
+         "equal budget (points)", "sign-flip p", "Holm p", "readers"],
         body,
-        [False, *[True] * 9],
+        [False, *[True] * 9, False],
     )  # fmt: skip
     short = [e.debate for e in t.equal_budget if e.pool_too_small]
     if short:
@@ -636,6 +698,20 @@ def _budget_lines(t: TaskFigures) -> list[str]:
             f"{', '.join(short)} cost{'s' if len(short) == 1 else ''} more than all {pool.agents} answers of the pool: "
             f"compared with vote@{pool.agents}, the most the pool reaches (a larger pool answers at equal budget).",
         ]
+    broken = [
+        f"{r.debate}: "
+        + "; ".join(f"{reader} {_points(e.difference)}, Holm p {p_value(e.holm_p)}" for reader, e in r.rows if e)
+        for r in t.budget_readers
+        if r.breaks
+    ]
+    lines += [
+        "",
+        "Readers: each row re-derived with the pool's answers and the condition's final answers read by the "
+        "paper's own parser and by the strict reader (Holm over each reader's table); robust where every reader "
+        "that reads both agrees in direction and significance (Holm p < 0.05)"
+        + (". Under each reader: " + " / ".join(broken) if broken else "")
+        + ".",
+    ]
     return lines
 
 

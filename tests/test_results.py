@@ -5,6 +5,7 @@ repository's own docs/results.md agrees with the summaries it ships."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from moot.analysis.results import (
     render,
     rows_csv,
     summarise,
+    task_figures,
     update,
 )
 from moot.analysis.stats import compare_paired, wilson
@@ -86,7 +88,9 @@ def test_equal_budget_from_the_summary_is_the_reports(which: str, request: pytes
     ((pool,), expected) = equal_budget_table(store, "vote", "tokens", resamples=RESAMPLES)
     assert facts.vote_pools == (pool,)
     by_condition = {c: [r for r in rows if r.condition == c] for c in facts.conditions}
-    assert equal_budget_rows(pool, by_condition) == expected
+    assert equal_budget_rows(pool, by_condition) == tuple(replace(e, readers="") for e in expected)
+    figures = task_figures(Paper(file="toy", title="Toy", baseline="vote"), facts, rows, "arithmetic")
+    assert figures.equal_budget == expected  # the readers' verdicts included
     assert [e.debate for e in expected] == ["single", "society"]
 
 
@@ -169,6 +173,20 @@ def test_the_pool_under_each_reader_is_its_stored_replies_read_again(single_seed
             assert list(pool.by_question) == expected
     finally:
         store.close()
+
+
+def test_the_document_and_moot_compare_give_the_same_equal_budget_readers(single_seed: Path) -> None:
+    """The readers column of docs/results.md's equal-budget table (from the summaries) and of ``moot compare
+    --budget`` / ``moot report`` (``equal_budget_table``, from the store) say the same for every row, and each
+    row's figures under moot's reader are the same."""
+    facts, rows = summarise(single_seed)
+    figures = task_figures(Paper(file="toy", title="Toy", baseline="vote"), facts, rows, "arithmetic")
+    _, table = equal_budget_table(single_seed, resamples=RESAMPLES)
+    assert [e.debate for e in table] == [e.debate for e in figures.equal_budget] == ["single", "society"]
+    assert [e.readers for e in table] == [r.summary for r in figures.budget_readers]
+    assert all(e.readers in ("robust", "breaks under: paper", "breaks under: strict", "breaks under: paper, strict")
+               for e in table)  # fmt: skip
+    assert [(e.k, e.difference, e.p) for e in table] == [(e.k, e.difference, e.p) for e in figures.equal_budget]
 
 
 def test_summary_files_read_back_as_written(single_seed: Path, tmp_path: Path) -> None:

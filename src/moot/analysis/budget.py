@@ -225,6 +225,39 @@ class EqualBudget:
     p: float
     exact: bool
     holm_p: float
+    readers: str = ""  # the verdict under every reader (``BudgetReaders.summary``), where it was re-derived
+
+
+@dataclass(frozen=True)
+class BudgetReaders:
+    """One equal-budget row under each reader (by name; None: the reader reads the pool's or the condition's
+    replies on no question), each with Holm's adjustment over its reader's table."""
+
+    debate: str
+    rows: tuple[tuple[str, EqualBudget | None], ...]
+
+    @staticmethod
+    def _verdict(e: EqualBudget) -> tuple[int, bool]:
+        return (e.difference > 0) - (e.difference < 0), e.holm_p < 0.05
+
+    @property
+    def breaks(self) -> tuple[str, ...]:
+        """The readers whose verdict (direction, significance at Holm p < 0.05) differs from moot's."""
+        base = dict(self.rows)["moot"]
+        if base is None:
+            return ()
+        return tuple(
+            reader
+            for reader, e in self.rows
+            if e is not None and reader != "moot" and self._verdict(e) != self._verdict(base)
+        )
+
+    @property
+    def summary(self) -> str:
+        """ "robust", "breaks under: paper, strict", or "—" where no other reader reads both sides."""
+        if not any(e is not None for reader, e in self.rows if reader != "moot"):
+            return "—"
+        return "robust" if not self.breaks else f"breaks under: {', '.join(self.breaks)}"
 
 
 Answers = dict[str, list[tuple[tuple[str | None, ...], frozenset[str]]]]  # question -> [(answers, right)] by seed
@@ -241,6 +274,9 @@ class _Pooled:
     seeds: set[int] = field(default_factory=set)
     # condition -> question id -> [(correct, tokens, calls)] over seeds
     debates: dict[str, dict[str, list[tuple[bool, int, int]]]] = field(default_factory=dict)
+    # reader -> the same under its reading; (reader, condition) it does not read on some result: not applicable
+    reread_debates: dict[str, dict[str, dict[str, list[tuple[bool, int, int]]]]] = field(default_factory=dict)
+    unread: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -283,7 +319,7 @@ def _read(
 ) -> _Read:
     """The pool's round-0 answers and the debates' results per task; ``readers``: the pool's replies also read by
     every other documented reader that applies (``moot.analysis.readers``), scored by the task."""
-    from moot.analysis.readers import MOOT, READERS, reading
+    from moot.analysis.readers import MOOT, READERS, reading, reread
     from moot.analysis.readers import _task as known_task
     from moot.analysis.transcripts import AnalysisError
     from moot.analysis.transcripts import open_run as _open
@@ -327,6 +363,13 @@ def _read(
                 used = used_calls(r)
                 entry = (bool(r.result.correct), used.prompt_tokens + used.completion_tokens, used.calls)
                 data.debates.setdefault(r.condition, {}).setdefault(qid, []).append(entry)
+                for name, correct in reread(r, conditions.get(r.condition)).items() if readers else ():
+                    if name == MOOT:
+                        continue
+                    if correct is None:
+                        data.unread.add((name, r.condition))
+                    by_question = data.reread_debates.setdefault(name, {}).setdefault(r.condition, {})
+                    by_question.setdefault(qid, []).append((bool(correct), *entry[1:]))
         if task is not None:
             if task not in tasks:
                 raise AnalysisError(f"no results for task {task!r}; tasks: {', '.join(tasks) or 'none'}")
@@ -443,6 +486,9 @@ def with_holm(rows: Sequence[EqualBudget]) -> list[EqualBudget]:
 def _rows(
     read: _Read, measure: Measure, seed: int, resamples: int, flips: int
 ) -> tuple[list[VotePool], list[EqualBudget]]:
+    """Every debate against its matched vote@k per task, Holm over the table; where the read holds the other
+    readers' readings (``_read(readers=True)``), each row's verdict under them (``EqualBudget.readers``), each
+    reader's table with its own Holm adjustment."""
     pools, rows = [], []
     for task in read.tasks:
         pool = _pool(read, task)
@@ -451,7 +497,30 @@ def _rows(
             results = read.tasks[task].debates.get(debate, {})
             if results:
                 rows.append(match_budget(pool, debate, results, measure, seed, resamples, flips))
-    return pools, with_holm(rows)
+    rows = with_holm(rows)
+    readers = sorted({r for data in read.tasks.values() for r in data.reread})
+    if not readers:
+        return pools, rows
+    under: dict[str, dict[tuple[str, str], EqualBudget]] = {}
+    for reader in readers:
+        mine = []
+        for task, data in read.tasks.items():
+            if reader not in data.reread:
+                continue
+            pool = _pool(read, task, reader)
+            for debate, results in data.reread_debates.get(reader, {}).items():
+                if debate in read.conditions and (reader, debate) not in data.unread:
+                    mine.append(match_budget(pool, debate, results, measure, seed, resamples, flips))
+        under[reader] = {(e.task, e.debate): e for e in with_holm(mine)}
+    return pools, [
+        replace(
+            e,
+            readers=BudgetReaders(
+                e.debate, (("moot", e), *((r, under[r].get((e.task, e.debate))) for r in readers))
+            ).summary,
+        )
+        for e in rows
+    ]
 
 
 def equal_budget(
@@ -470,10 +539,11 @@ def equal_budget(
     is >= the debate's mean cost per question (every call its debates used, helpers included); K when none is.
     Per question d = debate correctness (mean over seeds) - P(vote@k right); reported: mean d, paired percentile
     bootstrap interval (``stats.bootstrap_mean``, seeded), two-sided sign-flip test (``sign_flip_test``), and
-    Holm's adjustment over the tasks' rows."""
+    Holm's adjustment over the tasks' rows; and the verdict under every other reader that reads the pool
+    (``EqualBudget.readers``: the pool's replies and the debate's final answers read by it)."""
     from moot.analysis.transcripts import AnalysisError
 
-    read = _read(store, pool, (debate,), task)
+    read = _read(store, pool, (debate,), task, readers=True)
     rows = _rows(read, measure, seed, resamples, flips)[1]
     if not rows:
         raise AnalysisError(f"condition {debate!r} has no results on the tasks of the pool {read.pool!r}")
@@ -489,7 +559,7 @@ def equal_budget_table(
     flips: int = DEFAULT_FLIPS,
 ) -> tuple[tuple[VotePool, ...], tuple[EqualBudget, ...]]:
     """The pool's vote@k per task and every other condition against its matched vote@k (as ``equal_budget``),
-    with Holm's adjustment over the whole table."""
-    read = _read(store, pool, None, None)
+    with Holm's adjustment over the whole table (each reader's over its own)."""
+    read = _read(store, pool, None, None, readers=True)
     pools, rows = _rows(read, measure, seed, resamples, flips)
     return tuple(pools), tuple(rows)

@@ -420,8 +420,9 @@ def vote_at_k_table(pool: VotePool) -> Table:
     )
 
 
-def equal_budget_columns(measure: str) -> tuple[Column[EqualBudget], ...]:
-    """A debate against the vote@k of the same budget, its cost in ``measure`` per question."""
+def equal_budget_columns(measure: str, readers: bool = False) -> tuple[Column[EqualBudget], ...]:
+    """A debate against the vote@k of the same budget, its cost in ``measure`` per question; ``readers``: with
+    the verdict under every reader (``EqualBudget.readers``)."""
     return (
         Column("task", lambda r: r.task),
         Column("debate", lambda r: r.debate),
@@ -436,6 +437,7 @@ def equal_budget_columns(measure: str) -> tuple[Column[EqualBudget], ...]:
         Column("difference", lambda r: difference_text(r.difference, r.ci.low, r.ci.high)),
         Column("p", lambda r: p_value(r.p) + ("" if r.exact else " (MC)")),
         Column("Holm p", lambda r: p_value(r.holm_p)),
+        *((Column("readers", lambda r: r.readers or DASH),) if readers else ()),
     )
 
 
@@ -444,16 +446,24 @@ def equal_budget_rows_table(rows: Sequence[EqualBudget], key: str = "equal-budge
     measure = rows[0].measure if rows else "tokens"
     pool = rows[0].pool if rows else ""
     small = any(r.pool_too_small for r in rows)
+    readers = any(r.readers for r in rows)
     return table(
         key,
         f"Debate against vote@k of {pool!r} at equal {measure}",
-        equal_budget_columns(measure),
+        equal_budget_columns(measure, readers),
         rows,
         f"vote@k: the smallest k whose {measure} per question are at least the debate's. Difference: debate - "
         "vote@k per question (debate correctness averaged over seeds; vote@k its exact probability of being right), "
         "mean with paired bootstrap 95% interval over questions; p: two-sided sign-flip permutation test over "
         "questions (exact up to 20 questions, else 10,000 seeded flips, marked MC); Holm over the table."
-        + (" Where the pool is smaller than the debate's budget, k = K." if small else ""),
+        + (" Where the pool is smaller than the debate's budget, k = K." if small else "")
+        + (
+            " Readers: the row re-derived with the pool's replies and the debate's final answers read by the paper's "
+            "parser and the strict reader (Holm over each reader's table); robust where every reader that reads both "
+            "agrees in direction and significance."
+            if readers
+            else ""
+        ),
     )
 
 

@@ -22,14 +22,14 @@ import csv
 import io
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 
 from moot.analysis import stats
-from moot.analysis.budget import EqualBudget, Measure, VotePool, match_budget, with_holm
+from moot.analysis.budget import BudgetReaders, EqualBudget, Measure, VotePool, match_budget, with_holm
 from moot.analysis.formatting import DASH, fixed, p_value, percent
 from moot.analysis.frontier import beaten_by
 from moot.analysis.readers import MOOT, READERS, PairReaders, reader_pairs
@@ -334,38 +334,6 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class BudgetReaders:
-    """One equal-budget row under each reader (by name; None: the reader reads the pool's or the condition's
-    replies on no question), each with Holm's adjustment over its reader's table."""
-
-    debate: str
-    rows: tuple[tuple[str, EqualBudget | None], ...]
-
-    @staticmethod
-    def _verdict(e: EqualBudget) -> tuple[int, bool]:
-        return (e.difference > 0) - (e.difference < 0), e.holm_p < 0.05
-
-    @property
-    def breaks(self) -> tuple[str, ...]:
-        """The readers whose verdict (direction, significance at Holm p < 0.05) differs from moot's."""
-        base = dict(self.rows)[MOOT]
-        if base is None:
-            return ()
-        return tuple(
-            reader
-            for reader, e in self.rows
-            if e is not None and reader != MOOT and self._verdict(e) != self._verdict(base)
-        )
-
-    @property
-    def summary(self) -> str:
-        """ "robust", "breaks under: paper, strict", or "—" where no other reader reads both sides."""
-        if not any(e is not None for reader, e in self.rows if reader != MOOT):
-            return DASH
-        return "robust" if not self.breaks else f"breaks under: {', '.join(self.breaks)}"
-
-
-@dataclass(frozen=True)
 class TaskFigures:
     task: str
     questions: int
@@ -495,7 +463,8 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
         comparisons.append(Comparison(a, b, p, h, difference, None if claim is None else claim.direction, r))
     pool = next((v for v in facts.vote_pools if v.task == task), None)
     budget = () if pool is None else equal_budget_rows(pool, by_condition)
-    reread = [v for v in facts.reader_pools if v.task == task]
+    readers = budget_readers(budget, [v for v in facts.reader_pools if v.task == task], by_condition)
+    budget = tuple(replace(e, readers=r.summary) for e, r in zip(budget, readers))
     return TaskFigures(
         task,
         len({r.question_id for r in mine}),
@@ -504,7 +473,7 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
         tuple(comparisons),
         pool,
         budget,
-        budget_readers(budget, reread, by_condition),
+        readers,
     )
 
 

@@ -111,6 +111,38 @@ def test_the_run_option_batches_every_openai_backend_and_is_not_part_of_the_resu
     assert outcome.errors == 0 and server.created == 1 and server.executed == 12
 
 
+def test_moot_run_shows_each_batch_as_it_is_sent_and_ends(server: BatchServer, tmp_path: Path) -> None:
+    """`moot run --batch` prints a line when a batch is sent (its id, its requests) and when it ends, so a run
+    that waits hours on a provider says what it waits for; a rerun that finds a batch still open says it
+    polls it again."""
+    from typer.testing import CliRunner
+
+    from moot.cli import app
+
+    experiment = tmp_path / "batched.toml"
+    experiment.write_text(
+        f"""name = "batched"
+[[tasks]]
+name = "arithmetic"
+count = 2
+[agent]
+backend = {{ kind = "openai", base_url = "{server.url}", model = "{CANNED_MODEL}", batch_poll_s = 0.05 }}
+sampling = {{ temperature = 1.0, max_tokens = 24 }}
+[[conditions]]
+name = "vote"
+protocol = "vote"
+""",
+        encoding="utf-8",
+    )
+    store = tmp_path / "run.sqlite"
+    result = CliRunner().invoke(app, ["run", str(experiment), "--batch", "--output", str(store)])
+    assert result.exit_code == 0, result.output
+    (batch,) = server.batches
+    assert f"batch {batch}: 6 requests sent to {server.url}; polling every 0.05 s" in result.output
+    assert f"batch {batch} ended completed: 6 replies" in result.output
+    assert result.output.index("requests sent") < result.output.index("ended completed")
+
+
 def test_an_adaptive_protocol_sends_only_the_questions_still_running(server: BatchServer, tmp_path: Path) -> None:
     # the canned replies all agree: every debate stops at consensus after round 0, so no second wave
     data = table(server.url, "society", batch=True)
@@ -199,6 +231,8 @@ def test_a_run_killed_while_its_batch_is_pending_polls_it_again_and_pays_nothing
     second = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert second.returncode == 0, second.stdout + second.stderr
     assert server.created == 2  # round 0's batch polled again and read; only round 1 sent anew
+    assert f"batch {batch_id}: sent by an earlier session; polling it again" in second.stdout
+    assert f"batch {batch_id} ended completed: 12 replies" in second.stdout
     assert server.executed == 24 and len(set(server.executed_ids)) == 24  # no request paid twice
     assert {s for (s,) in query(path, "SELECT status FROM results")} == ANSWERED
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -328,6 +329,14 @@ def run(
         exp.close()
 
 
+class _ConsoleLines(logging.Handler):
+    """Log records as plain lines on moot's console, each shown as it happens (a pipe or CI log too)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        console.print(record.getMessage(), markup=False, soft_wrap=True)
+        console.file.flush()
+
+
 def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -399,11 +408,17 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
                 console.print(f"questions {state['done']:,}/{state['pending']:,} · {calls}", markup=False)
         console.file.flush()  # a pipe (tee, CI) shows each line as it happens
 
+    batch_log = logging.getLogger("moot.backends.batches")  # batch mode: each batch sent, polled again, ended
+    shown, level = _ConsoleLines(), batch_log.level
+    batch_log.addHandler(shown)
+    batch_log.setLevel(logging.INFO)
     try:
         import asyncio
 
         outcome = asyncio.run(exp.run(options, on_result=on_result, on_start=on_start))
     finally:
+        batch_log.removeHandler(shown)
+        batch_log.setLevel(level)
         if state["progress"] is not None:
             state["progress"].stop()
 

@@ -27,12 +27,17 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from moot.errors import BackendError
+
+logger = logging.getLogger(
+    __name__
+)  # a batch's life, one line each: sent, polled again, ended (``moot run`` shows them)
 
 GATHER_S = 1.0  # a wave is the requests that arrive with no pause this long between them
 MAX_REQUESTS = 50_000  # OpenAI's limits per batch
@@ -122,6 +127,8 @@ class Batcher:
             self._waiting[key] = future
             open_batch = self.ledger.open_batch(key) if self.ledger is not None else None
             if open_batch is not None and self.ledger is not None:
+                if open_batch not in self._watches:
+                    logger.info("batch %s: sent by an earlier session; polling it again", open_batch)
                 self._watch(open_batch, self.ledger.batch_requests(open_batch))
             else:
                 self._gathered[key] = body
@@ -151,6 +158,9 @@ class Batcher:
             except Exception as exc:  # anything else the SDK or its HTTP client raises: its callers must not hang
                 self._fail(chunk, f"{self._url} could not take a batch of {len(chunk)} requests: {_what(exc)}")
                 continue
+            logger.info(
+                "batch %s: %d requests sent to %s; polling every %g s", batch_id, len(chunk), self._url, self._poll_s
+            )
             self._watch(batch_id, frozenset(chunk))
 
     def _chunks(self, gathered: dict[str, dict[str, Any]]) -> list[dict[str, bytes]]:
@@ -284,6 +294,9 @@ class Batcher:
         self._watches.pop(watch.batch_id, None)
         said = said or {}
         unanswered = [key for key in watch.ids if key not in answered]
+        ended = f"ended {status}" if status is not None else "left open"
+        without = f"; {len(unanswered)} without: {reason}" if unanswered else ""
+        logger.info("batch %s %s: %d replies%s", watch.batch_id, ended, len(answered), without)
         if status is not None and self.ledger is not None:
             self.ledger.close_batch(watch.batch_id, status, unanswered)
         for key in unanswered:

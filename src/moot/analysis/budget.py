@@ -24,6 +24,8 @@ from typing import Literal
 import numpy as np
 
 from moot.analysis import stats
+from moot.analysis.readers import MOOT, READERS, reading, reread
+from moot.analysis.readers import _task as known_task
 from moot.debate.components.aggregation import TieRule
 from moot.runner.store import RunStore
 
@@ -187,7 +189,7 @@ class VotePool:
     tokens_per_answer: float
     rows: tuple[VoteAtK, ...]
     by_question: tuple[tuple[str, tuple[float, ...]], ...] = field(repr=False)
-    reader: str = "moot"  # whose reading of the answers (``moot.analysis.readers``): moot's stored answers by default
+    reader: str = MOOT  # whose reading of the answers (``moot.analysis.readers``): moot's stored answers by default
 
     def cost(self, k: int, measure: Measure) -> float:
         row = self.rows[k - 1]
@@ -243,19 +245,19 @@ class BudgetReaders:
     @property
     def breaks(self) -> tuple[str, ...]:
         """The readers whose verdict (direction, significance at Holm p < 0.05) differs from moot's."""
-        base = dict(self.rows)["moot"]
+        base = dict(self.rows)[MOOT]
         if base is None:
             return ()
         return tuple(
             reader
             for reader, e in self.rows
-            if e is not None and reader != "moot" and self._verdict(e) != self._verdict(base)
+            if e is not None and reader != MOOT and self._verdict(e) != self._verdict(base)
         )
 
     @property
     def summary(self) -> str:
         """ "robust", "breaks under: paper, strict", or "—" where no other reader reads both sides."""
-        if not any(e is not None for reader, e in self.rows if reader != "moot"):
+        if not any(e is not None for reader, e in self.rows if reader != MOOT):
             return "—"
         return "robust" if not self.breaks else f"breaks under: {', '.join(self.breaks)}"
 
@@ -319,8 +321,6 @@ def _read(
 ) -> _Read:
     """The pool's round-0 answers and the debates' results per task; ``readers``: the pool's replies also read by
     every other documented reader that applies (``moot.analysis.readers``), scored by the task."""
-    from moot.analysis.readers import MOOT, READERS, reading, reread
-    from moot.analysis.readers import _task as known_task
     from moot.analysis.transcripts import AnalysisError
     from moot.analysis.transcripts import open_run as _open
     from moot.runner.summary import used_calls
@@ -383,9 +383,9 @@ def _read(
             opened.close()
 
 
-def _pool(read: _Read, task: str, reader: str = "moot") -> VotePool:
+def _pool(read: _Read, task: str, reader: str = MOOT) -> VotePool:
     data = read.tasks[task]
-    answers = data.answers if reader == "moot" else data.reread[reader]
+    answers = data.answers if reader == MOOT else data.reread[reader]
     by_question = []
     for qid, repeats in answers.items():
         per_seed = np.array([vote_probabilities(a, right, read.tie_rule)[1:] for a, right in repeats])
@@ -414,7 +414,7 @@ def pools_by_reader(store: RunStore | Path | str, pool: str | None = None) -> di
     the pool's round-0 replies re-read by the reader and scored by the task, the costs unchanged. One read of
     the store."""
     read = _read(store, pool, (), None, readers=True)
-    out: dict[str, tuple[VotePool, ...]] = {"moot": tuple(_pool(read, name) for name in read.tasks)}
+    out: dict[str, tuple[VotePool, ...]] = {MOOT: tuple(_pool(read, name) for name in read.tasks)}
     for reader in dict.fromkeys(r for data in read.tasks.values() for r in data.reread):
         out[reader] = tuple(_pool(read, name, reader) for name, data in read.tasks.items() if reader in data.reread)
     return out
@@ -516,7 +516,7 @@ def _rows(
         replace(
             e,
             readers=BudgetReaders(
-                e.debate, (("moot", e), *((r, under[r].get((e.task, e.debate))) for r in readers))
+                e.debate, ((MOOT, e), *((r, under[r].get((e.task, e.debate))) for r in readers))
             ).summary,
         )
         for e in rows

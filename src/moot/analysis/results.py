@@ -650,9 +650,9 @@ def _budget_lines(t: TaskFigures) -> list[str]:
             f"{_points(e.difference)} [{fixed(100 * e.ci.low, 1)}, {fixed(100 * e.ci.high, 1)}]",
             p_value(e.p),
             p_value(e.holm_p),
-            r.summary,
+            e.readers,
         ]
-        for e, r in zip(t.equal_budget, t.budget_readers)
+        for e in t.equal_budget
     ]
     lines += _table(
         ["condition", "n", "tokens/q", "k", "vote@k tokens/q", "accuracy", "vote@k accuracy",

@@ -35,9 +35,8 @@ from typing import Any, Protocol
 
 from moot.errors import BackendError
 
-logger = logging.getLogger(
-    __name__
-)  # a batch's life, one line each: sent, polled again, ended (``moot run`` shows them)
+# a batch's life, one line each: sent, polled again, ended (``moot run`` shows them)
+logger = logging.getLogger(__name__)
 
 GATHER_S = 1.0  # a wave is the requests that arrive with no pause this long between them
 MAX_REQUESTS = 50_000  # OpenAI's limits per batch

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -33,6 +32,7 @@ from moot.runner.experiment import RunOptions, run_experiment
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import ParseStatus, Question
 from tests.helpers import query, scripted_agents
+from tests.integration.servers import Served
 
 TASK = ArithmeticTask()
 QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")
@@ -65,7 +65,7 @@ def test_split_reasoning(content: str, field: str | None, expected: Split) -> No
 
 
 # -- a real HTTP server that answers as vLLM does ---------------------------------------------------------
-class VLLMLike:
+class VLLMLike(Served):
     """A chat-completions server on 127.0.0.1 answering with ``reasoning_content`` apart from ``content``, as
     vLLM's reasoning parsers do; ``/tokenize`` answers token ids (vLLM's form), one per word. ``replies`` are
     (content or None, reasoning, finish reason, reasoning tokens in usage or None), consumed in order;
@@ -114,14 +114,7 @@ class VLLMLike:
                     200, {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
                 )
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
 
 @pytest.fixture

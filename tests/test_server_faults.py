@@ -23,7 +23,7 @@ from moot.errors import BackendError
 from moot.runner.config import parse_experiment
 from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.store import RunStore
-from tests.integration.servers import BODY_FAULTS, CANNED_MODEL, FaultProxy, free_port, refused
+from tests.integration.servers import BODY_FAULTS, CANNED_MODEL, FaultProxy, Served, free_port, refused
 
 HELLO = (Message("user", "What is 2+2?"),)
 REASONS = {
@@ -165,7 +165,6 @@ def test_a_dead_server_with_a_model_makes_no_store_through_the_library(tmp_path:
 
 async def test_a_server_without_a_model_list_is_reachable_when_the_model_is_given() -> None:
     import http.server
-    import threading
 
     class NoModels(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -176,13 +175,12 @@ async def test_a_server_without_a_model_list_is_reachable_when_the_model_is_give
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-    http_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoModels)
-    threading.Thread(target=http_server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{http_server.server_address[1]}/v1"
+    http_server = Served()
+    http_server.serve(NoModels)
+    url = http_server.url
     try:
         await OpenAIBackend(OpenAIBackendConfig(base_url=url, model="m")).check()
         with pytest.raises(BackendError, match="answered HTTP 404"):
             await OpenAIBackend(OpenAIBackendConfig(base_url=url)).check()  # no model: it must list one
     finally:
-        http_server.shutdown()
-        http_server.server_close()
+        http_server.close()

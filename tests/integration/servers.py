@@ -72,6 +72,26 @@ class LocalHTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
 
+class Served:
+    """What every test server shares: ``serve`` starts a LocalHTTPServer on a free port of 127.0.0.1 in a
+    daemon thread and sets ``url`` (its /v1 base); ``close`` stops it and frees the port."""
+
+    url: str
+    _server: LocalHTTPServer
+
+    def serve(self, handler: type[http.server.BaseHTTPRequestHandler], poll_interval: float = 0.5) -> None:
+        self._server = LocalHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        serving = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": poll_interval}, daemon=True
+        )
+        serving.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
 # Faults in the reply's body: the server answers, but not with a chat completion (see FaultProxy).
 BODY_FAULTS = (
     "truncated",  # the JSON cut in half (HTTP framing intact)
@@ -147,7 +167,7 @@ def body_fault(kind: str, payload: bytes) -> tuple[str, bytes]:
     return "application/json", json.dumps(data).encode()
 
 
-class FaultProxy:
+class FaultProxy(Served):
     """A real HTTP proxy on 127.0.0.1 in front of a real server that injects failures.
 
     ``faults`` is consumed one entry per chat-completion request: "pass", an HTTP status
@@ -290,14 +310,7 @@ class FaultProxy:
                     time.sleep(float(fault.split(":")[1]))
                 self._forward(body)
 
-        self._server = LocalHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.serve(Handler)
 
 
 # -- a hostile server: answers as a test scripts it -----------------------------------------------------
@@ -305,7 +318,7 @@ Handler = http.server.BaseHTTPRequestHandler
 Answer = Callable[[Handler], None]  # writes one whole response (status, headers, body)
 
 
-class Hostile:
+class Hostile(Served):
     """A real HTTP server on 127.0.0.1: each chat completion is answered by the next of ``answers`` (then a
     canned completion, or ``default`` when set), each model list by the next of ``model_answers`` (then a list
     of ``models``); anything else is a 404. ``seen`` counts chat completions, ``headers`` holds each
@@ -352,13 +365,7 @@ class Hostile:
                 with contextlib.suppress(OSError):  # the client hung up: what it is meant to do
                     answer(self)
 
-        self._server = LocalHTTPServer(("127.0.0.1", 0), Script)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.serve(Script)
 
 
 def reply(
@@ -455,7 +462,7 @@ def parse_multipart(content_type: str, body: bytes) -> dict[str, tuple[str | Non
     raise ValueError("no close delimiter")
 
 
-class BatchServer:
+class BatchServer(Served):
     """A real HTTP server on 127.0.0.1 speaking OpenAI's Files and Batches API (enough for the openai SDK to
     drive a whole batch of chat completions): POST/GET /v1/files, GET /v1/files/{id}, GET
     /v1/files/{id}/content, DELETE /v1/files/{id}, POST/GET /v1/batches, GET /v1/batches/{id}, POST
@@ -545,11 +552,8 @@ class BatchServer:
 
             do_GET = do_POST = do_DELETE = _route
 
-        self._server = LocalHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        serve = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        for thread in (serve, threading.Thread(target=self._validate_loop, daemon=True)):
-            thread.start()
+        self.serve(Handler, poll_interval=0.05)
+        threading.Thread(target=self._validate_loop, daemon=True).start()
         threading.Thread(target=self._work_loop, daemon=True).start()
 
     # -- test controls ---------------------------------------------------------------------------------
@@ -566,8 +570,7 @@ class BatchServer:
 
     def close(self) -> None:
         self._closed.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().close()
 
     # -- HTTP --------------------------------------------------------------------------------------------
     def _dispatch(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:

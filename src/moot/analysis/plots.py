@@ -73,7 +73,7 @@ def _overlap(a: Box, b: Box) -> float:
 
 def _place_labels(figure: Any) -> None:
     """Each axes' point names, left to right, at the offset of ``LABEL_OFFSETS`` (the first of those tried in
-    order) where the name covers the least of the names already placed, of the points and of the error bars,
+    order) where the name covers the least of the names already placed, of the points, error bars and curves,
     leaving the axes counting ten times over: so the names of points close together (two conditions of nearly
     the same cost and accuracy) do not print over each other, over a neighbour's interval or off the plot."""
     from matplotlib.collections import LineCollection
@@ -84,10 +84,14 @@ def _place_labels(figure: Any) -> None:
         labels = [a for a in ax.findobj(Annotation) if a.get_gid() == LABEL]
         anchors = [tuple(ax.transData.transform(a.xy)) for a in labels]
         taken: list[Box] = [(x - 4, y - 4, x + 4, y + 4) for x, y in anchors]  # each point's marker
-        for bars in (c for c in ax.collections if isinstance(c, LineCollection)):  # error bars, 2 px either side
-            for segment in bars.get_segments():
-                (x0, y0), (x1, y1) = ax.transData.transform(segment[[0, -1]])
-                taken.append((min(x0, x1) - 2, min(y0, y1), max(x0, x1) + 2, max(y0, y1)))
+        segments = [s[[0, -1]] for c in ax.collections if isinstance(c, LineCollection) for s in c.get_segments()]
+        drawn = (line for line in ax.lines if line.get_linestyle() != "None")  # not markers alone (fmt="o")
+        for line in (line for line in drawn if len(line.get_xydata()) > 1):  # curves (vote@k, the frontier)
+            xy = line.get_xydata()
+            segments += [xy[i : i + 2] for i in range(len(xy) - 1)]
+        for segment in segments:  # each error bar and curve segment, 2 px either side
+            (x0, y0), (x1, y1) = ax.transData.transform(segment)
+            taken.append((min(x0, x1) - 2, min(y0, y1) - 2, max(x0, x1) + 2, max(y0, y1) + 2))
         frame = ax.get_window_extent(renderer)
         inside: Box = (frame.x0, frame.y0, frame.x1, frame.y1)
         for label, _ in sorted(zip(labels, anchors), key=lambda pair: pair[1]):

@@ -73,9 +73,10 @@ def _overlap(a: Box, b: Box) -> float:
 
 def _place_labels(figure: Any) -> None:
     """Each axes' point names, left to right, at the offset of ``LABEL_OFFSETS`` (the first of those tried in
-    order) where the name covers the least of the names already placed, of the points, error bars and curves,
-    leaving the axes counting ten times over: so the names of points close together (two conditions of nearly
-    the same cost and accuracy) do not print over each other, over a neighbour's interval or off the plot."""
+    order) where the name covers the least of the names already placed and of the points (counting ten times),
+    of the error bars and curves (once), leaving the axes counting ten times: so the names of points close
+    together (two conditions of nearly the same cost and accuracy) do not print over each other or off the plot,
+    and keep off a neighbour's interval or the vote@k line where they can."""
     from matplotlib.collections import LineCollection
     from matplotlib.text import Annotation
 
@@ -83,7 +84,8 @@ def _place_labels(figure: Any) -> None:
     for ax in figure.axes:
         labels = [a for a in ax.findobj(Annotation) if a.get_gid() == LABEL]
         anchors = [tuple(ax.transData.transform(a.xy)) for a in labels]
-        taken: list[Box] = [(x - 4, y - 4, x + 4, y + 4) for x, y in anchors]  # each point's marker
+        taken: list[Box] = [(x - 4, y - 4, x + 4, y + 4) for x, y in anchors]  # each point's marker, then names
+        lines: list[Box] = []
         segments = [s[[0, -1]] for c in ax.collections if isinstance(c, LineCollection) for s in c.get_segments()]
         drawn = (line for line in ax.lines if line.get_linestyle() != "None")  # not markers alone (fmt="o")
         for line in (line for line in drawn if len(line.get_xydata()) > 1):  # curves (vote@k, the frontier)
@@ -91,7 +93,7 @@ def _place_labels(figure: Any) -> None:
             segments += [xy[i : i + 2] for i in range(len(xy) - 1)]
         for segment in segments:  # each error bar and curve segment, 2 px either side
             (x0, y0), (x1, y1) = ax.transData.transform(segment)
-            taken.append((min(x0, x1) - 2, min(y0, y1) - 2, max(x0, x1) + 2, max(y0, y1) + 2))
+            lines.append((min(x0, x1) - 2, min(y0, y1) - 2, max(x0, x1) + 2, max(y0, y1) + 2))
         frame = ax.get_window_extent(renderer)
         inside: Box = (frame.x0, frame.y0, frame.x1, frame.y1)
         for label, _ in sorted(zip(labels, anchors), key=lambda pair: pair[1]):
@@ -101,7 +103,9 @@ def _place_labels(figure: Any) -> None:
                 label.set_horizontalalignment(align)
                 e = label.get_window_extent(renderer)
                 box: Box = (e.x0, e.y0, e.x1, e.y1)
-                score = 10 * (e.width * e.height - _overlap(box, inside)) + sum(_overlap(box, t) for t in taken)
+                outside = e.width * e.height - _overlap(box, inside)
+                covered = sum(_overlap(box, t) for t in taken)
+                score = 10 * (outside + covered) + sum(_overlap(box, line) for line in lines)
                 if best is None or score < best[0]:
                     best, chosen = (score, box), (dx, dy, align)
             assert best is not None

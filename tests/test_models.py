@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from moot import models
-from moot.errors import ModelError
+from moot.errors import ConfigError, ModelError
 from moot.models import EmbeddedModel, assemble, resolve_model_path, verify
 
 CHUNKS = [b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 5]
@@ -51,7 +51,7 @@ def test_assembles_in_order_into_the_cache_and_verifies(fake_model: EmbeddedMode
     path = assemble(fake_model)
     assert path == tmp_path / "cache" / "fake.gguf"
     assert path.read_bytes() == b"".join(CHUNKS)
-    assert not [p for p in path.parent.iterdir() if "partial" in p.name]
+    assert [p.name for p in path.parent.iterdir()] == ["fake.gguf"]  # no part file left beside it
     assert assemble(fake_model) == path  # second call reuses the verified file
     assert "moot_fake_chunk1" not in sys.modules  # located, never imported
 
@@ -111,3 +111,18 @@ def test_any_gguf_path_is_a_model_and_other_files_are_refused(tmp_path: Path) ->
         resolve_model_path(str(text))
     with pytest.raises(ModelError, match="unknown model 'no-such-model'"):
         resolve_model_path("no-such-model")
+
+
+def test_a_link_planted_at_the_models_name_is_refused_and_its_target_not_written(
+    fake_model: EmbeddedModel, tmp_path: Path
+) -> None:
+    """A dangling link at the cache's file name (assembly writes there only when nothing is) would have
+    written the model wherever it points: refused, the place it points to left as it was."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    elsewhere = tmp_path / "elsewhere.gguf"
+    (cache / "fake.gguf").symlink_to(elsewhere)
+    with pytest.raises(ConfigError, match="fake.gguf is a symbolic link; moot never writes through a link"):
+        assemble(fake_model)
+    assert not elsewhere.exists()
+    assert [p.name for p in cache.iterdir()] == ["fake.gguf"]

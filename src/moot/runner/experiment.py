@@ -389,7 +389,7 @@ class Experiment:
         failed = True
         try:
             if options.trace is not None:
-                cache.trace = Trace(options.trace, self._trace_facts())
+                cache.trace = Trace(options.trace, self._trace_facts(), self.output)
             pending = self._pending(self.store.done(), options)
             if on_start is not None:
                 on_start(len(pending))

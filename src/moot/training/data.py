@@ -33,6 +33,7 @@ from moot.debate.agents import Agent, AgentSpec, Sampling
 from moot.debate.engine import run_debate
 from moot.debate.protocols import ProtocolSpec, resolve_protocol
 from moot.debate.records import Turn
+from moot.outputs import write_output
 from moot.seeds import derive_seed
 from moot.tasks.base import Question, Task
 from moot.training.targets import PROTOCOL, QuestionTarget
@@ -155,9 +156,7 @@ def example_json(example: TrainingExample) -> dict[str, Any]:
 
 
 def write_examples(examples: Sequence[TrainingExample], path: Path) -> None:
-    """One JSON line per example (to read what a stage trains on), written whole, then moved into place."""
-    partial = path.with_suffix(".partial")
-    with partial.open("w", encoding="utf-8") as f:
-        for example in examples:
-            f.write(json.dumps(example_json(example)) + "\n")
-    partial.replace(path)
+    """One JSON line per example (to read what a stage trains on), written whole or not at all, never
+    through a link (``moot.outputs.write_output``)."""
+    text = "".join(json.dumps(example_json(example)) + "\n" for example in examples)
+    write_output(path, lambda file: file.write_text(text, encoding="utf-8"))

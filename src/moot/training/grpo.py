@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import re
 import time
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from moot.errors import ConfigError
 from moot.hf import load_model, require_libraries
+from moot.outputs import write_output
 from moot.training.types import GRPOResult, GRPOSettings, RewardPart, StepRecord, TrainingExample
 
 if TYPE_CHECKING:
@@ -183,7 +185,8 @@ def _check_same_stage(
                 f"{output_dir} holds a GRPO stage trained with other {', '.join(changed)}; "
                 "use another output folder, or delete this one to start over"
             )
-    path.write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(identity, indent=2, sort_keys=True) + "\n"
+    write_output(path, lambda file: file.write_text(text))
 
 
 def _differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -251,11 +254,12 @@ def history_of(log_history: Sequence[Mapping[str, Any]], names: Sequence[str]) -
 def write_curve(output_dir: Path, history: Sequence[StepRecord], names: Sequence[str]) -> tuple[Path, Path]:
     """``reward_curve.csv`` (a row per step: step, reward, each part, elapsed seconds) and its plot."""
     csv_path, png_path = output_dir / CURVE_CSV, output_dir / CURVE_PNG
-    with csv_path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["step", "reward", *names, ELAPSED])
-        for r in history:
-            writer.writerow([r.step, f"{r.reward:.6g}", *(f"{r.parts[n]:.6g}" for n in names), f"{r.elapsed_s:.1f}"])
+    table = io.StringIO(newline="")
+    writer = csv.writer(table)
+    writer.writerow(["step", "reward", *names, ELAPSED])
+    for r in history:
+        writer.writerow([r.step, f"{r.reward:.6g}", *(f"{r.parts[n]:.6g}" for n in names), f"{r.elapsed_s:.1f}"])
+    write_output(csv_path, lambda file: file.write_text(table.getvalue(), newline=""))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -272,7 +276,7 @@ def write_curve(output_dir: Path, history: Sequence[StepRecord], names: Sequence
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(png_path, dpi=120)
+    write_output(png_path, lambda file: fig.savefig(file, dpi=120, format="png"))
     plt.close(fig)
     return csv_path, png_path
 

@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from moot.errors import ConfigError
+from moot.outputs import write_output
 from moot.runner.config import _format_error
+from moot.safe_files import check_folder
 from moot.tasks.base import Question, Task
 from moot.training.config import GENERATED, StageConfig, TrainConfig
 from moot.training.data import expression_examples, harder_subset, perception_examples, write_examples
@@ -218,8 +220,9 @@ def run_stage(
                 f"{folder} holds a training on other {', '.join(changed)}; move that folder away (or choose "
                 "another output folder) to train this stage afresh"
             )
+    check_folder(folder)  # a stage folder that is a link is not written into
     folder.mkdir(exist_ok=True)
-    recorded.write_text(json.dumps(inputs, indent=1), encoding="utf-8")
+    write_output(recorded, lambda file: file.write_text(json.dumps(inputs, indent=1), encoding="utf-8"))
     if console is not None:
         console.print(
             f"stage {stage}: {settings.steps} GRPO steps on {len(examples)} examples, {config.model} through "
@@ -238,9 +241,8 @@ def run_stage(
         init_adapter=init_adapter,
         console=console,
     )
-    partial = folder / (COMPLETE + ".partial")
-    partial.write_text(json.dumps(_result_json(result, fingerprint), indent=1), encoding="utf-8")
-    partial.replace(folder / COMPLETE)
+    summary = json.dumps(_result_json(result, fingerprint), indent=1)
+    write_output(folder / COMPLETE, lambda file: file.write_text(summary, encoding="utf-8"))
     return StageOutcome(stage, result, skipped=False, fingerprint=fingerprint)
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from moot.debate.components.aggregation import majority_vote
 from moot.debate.records import FinalStatus, Turn
 from moot.errors import ConfigError
+from moot.outputs import write_output
 from moot.tasks.base import Question
 
 if TYPE_CHECKING:
@@ -117,21 +118,20 @@ def read_targets(store: Path) -> tuple[list[QuestionTarget], int]:
 
 def write_table(targets: Sequence[QuestionTarget], path: Path) -> None:
     """One JSON line per question: id, gold, the samples' answers and confidences, majority, accuracy
-    (written whole beside, then moved into place)."""
-    partial = path.with_suffix(".partial")
-    with partial.open("w", encoding="utf-8") as f:
-        for target in targets:
-            row = {
-                "question_id": target.question.id,
-                "gold": target.question.gold,
-                "answers": list(target.answers),
-                "confidences": [t.confidence for t in target.samples],
-                "correct": [bool(t.correct) for t in target.samples],
-                "majority": target.majority,
-                "accuracy": target.accuracy,
-            }
-            f.write(json.dumps(row) + "\n")
-    partial.replace(path)
+    (written whole or not at all, never through a link: ``moot.outputs.write_output``)."""
+    rows = []
+    for target in targets:
+        row = {
+            "question_id": target.question.id,
+            "gold": target.question.gold,
+            "answers": list(target.answers),
+            "confidences": [t.confidence for t in target.samples],
+            "correct": [bool(t.correct) for t in target.samples],
+            "majority": target.majority,
+            "accuracy": target.accuracy,
+        }
+        rows.append(json.dumps(row) + "\n")
+    write_output(path, lambda file: file.write_text("".join(rows), encoding="utf-8"))
 
 
 def run_targets(config: TrainConfig, on_progress: Callable[[int, int], None] | None = None) -> TargetsOutcome:

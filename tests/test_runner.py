@@ -485,5 +485,10 @@ def test_a_session_can_run_some_arms_and_a_later_one_the_rest(tmp_path: Path) ->
     rest = run(experiment(THREE), path)
     assert (rest.ran, rest.skipped, rest.calls) == (4, 8, 4 * 3 * 2)  # society's two debate rounds only
     assert RunStore.open(path).meta()["status"] == "complete"
+    # each session records the arms it ran (all of them: no list)
+    db = sqlite3.connect(path)
+    options = [json.loads(o) for (o,) in db.execute("SELECT options FROM sessions ORDER BY id")]
+    db.close()
+    assert [o.get("conditions") for o in options] == [["vote"], ["single", "vote"], None]
     with pytest.raises(ConfigError, match=r"condition 'liang' is not in this experiment; its conditions: single, vote"):
         run(experiment(THREE), path, conditions=("liang",))

@@ -375,6 +375,8 @@ class Experiment:
         for i, selection in enumerate(self.config.tasks):
             self.store.add_questions(selection.name, self.questions[i])
         session: dict[str, Any] = {"use_cache": options.use_cache, "retry_errors": options.retry_errors}
+        if chosen is not None:  # `--condition`: the arms this session ran, for the store's record
+            session["conditions"] = sorted(chosen)
         if self.shard is not None:  # kept by `moot merge`: each merged session says which shard it ran
             session["shard"] = str(self.shard)
         self.store.start_session(session)

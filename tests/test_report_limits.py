@@ -285,7 +285,7 @@ def test_names_of_points_close_together_do_not_print_over_each_other() -> None:
     apart), and one at the right edge: every name is placed off the others' names and off every point, inside the
     axes (the edge one to the left of its point)."""
     from matplotlib.figure import Figure
-    from matplotlib.text import Annotation
+    from matplotlib.text import Annotation, Text
 
     figure = Figure(figsize=(5.6, 3.5), dpi=100, layout="constrained")
     ax = figure.add_subplot()
@@ -297,7 +297,7 @@ def test_names_of_points_close_together_do_not_print_over_each_other() -> None:
         plots_module._label(ax, ["gated", "society", "du-adaptive", "vote-16", "mad-m2"][i], x, y)
     plots_module._png(figure)
     renderer = figure.canvas.get_renderer()
-    boxes = [a.get_window_extent(renderer) for a in figure.findobj(Annotation)]
+    boxes = [Text.get_window_extent(a, renderer) for a in figure.findobj(Annotation)]  # names, not leaders
     marks = [ax.transData.transform(p) for p in points]
     frame = ax.get_window_extent(renderer)
     for i, box in enumerate(boxes):
@@ -313,7 +313,7 @@ def test_names_stay_off_the_intervals_of_neighbouring_points() -> None:
     names crossed neighbours' bars (here single's crosses vote's; in across's picture gated's crossed
     confidence's). A bar is drawn about 2 px wide; the placement keeps names 2 px off either side, the test 1."""
     from matplotlib.figure import Figure
-    from matplotlib.text import Annotation
+    from matplotlib.text import Annotation, Text
 
     points = {"single": (228, 0.46), "vote": (694, 0.58), "du-adaptive": (1636, 0.57), "liang": (1942, 0.42),
               "gated": (2644, 0.59), "confidence": (2813, 0.45), "society": (2966, 0.59),
@@ -327,7 +327,7 @@ def test_names_stay_off_the_intervals_of_neighbouring_points() -> None:
         plots_module._label(ax, name, x, y)
     plots_module._png(figure)
     renderer = figure.canvas.get_renderer()
-    boxes = [a.get_window_extent(renderer) for a in figure.findobj(Annotation)]
+    boxes = [Text.get_window_extent(a, renderer) for a in figure.findobj(Annotation)]  # names, not leaders
     marks = [ax.transData.transform(p) for p in points.values()]
     low, high = ax.transData.transform([(0, 0.0), (0, 0.09)])[:, 1]
     for i, box in enumerate(boxes):
@@ -341,7 +341,7 @@ def test_a_name_stays_off_a_curve_drawn_through_its_first_place() -> None:
     """A curve (the vote@k line) running just above and right of a point, where a name goes first: the name
     goes to another place, off the curve."""
     from matplotlib.figure import Figure
-    from matplotlib.text import Annotation
+    from matplotlib.text import Annotation, Text
 
     figure = Figure(figsize=(4, 3), dpi=100, layout="constrained")
     ax = figure.add_subplot()
@@ -351,6 +351,63 @@ def test_a_name_stays_off_a_curve_drawn_through_its_first_place() -> None:
     ax.set_ylim(0, 1)
     plots_module._label(ax, "society", 0.5, 0.5)
     plots_module._png(figure)
-    (box,) = [a.get_window_extent(figure.canvas.get_renderer()) for a in figure.findobj(Annotation)]
+    (box,) = [Text.get_window_extent(a, figure.canvas.get_renderer()) for a in figure.findobj(Annotation)]
     (x0, y), (x1, _) = ax.transData.transform([(0.5, 0.52), (0.9, 0.52)])
     assert not (box.x0 < x1 and x0 < box.x1 and box.y0 < y < box.y1)
+
+
+def _tick_labels(figure: Any, ax: Any) -> list[str]:
+    """The x tick labels drawn inside the axes' limits."""
+    figure.draw_without_rendering()
+    low, high = ax.get_xlim()
+    return [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high and t.get_text()]
+
+
+def test_costs_spanning_ten_times_or_more_are_drawn_on_a_log_axis_with_plain_numbers() -> None:
+    """stopping's conditions run from 228 to 17,000 tokens a question: on a linear axis six of them crowded into
+    the first seventh. From a tenfold span the cost axis is logarithmic, its ticks plain numbers at 1, 2 and 5 of
+    each power of ten; below it, or with a zero cost, it stays linear."""
+    from matplotlib.figure import Figure
+
+    def axis(costs: list[float]) -> tuple[Any, Any]:
+        figure = Figure(figsize=(5.6, 3.5), dpi=100)
+        ax = figure.add_subplot()
+        ax.scatter(costs, [0.5] * len(costs))
+        plots_module._cost_axis(ax, costs)
+        return figure, ax
+
+    figure, ax = axis([228.0, 700.0, 5000.0, 17000.0])
+    assert ax.get_xscale() == "log"
+    assert _tick_labels(figure, ax) == ["200", "500", "1,000", "2,000", "5,000", "10,000", "20,000"]
+    figure, ax = axis([0.0004, 0.006])  # dollars a question
+    assert ax.get_xscale() == "log" and _tick_labels(figure, ax) == ["0.0005", "0.001", "0.002", "0.005"]
+    for costs in ([228.0, 2270.0], [0.0, 5000.0], [300.0]):
+        assert axis(costs)[1].get_xscale() == "linear", costs
+
+
+def test_the_frontier_draws_tokens_on_a_log_axis_calls_on_a_linear_one_and_every_name_with_a_leader(
+    small_report: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose tokens a question span ten times (a single agent's few hundred beside a debate's thousands):
+    the frontier's token panel is logarithmic, its calls panel linear (a few small counts); each point's name
+    has a thin line to its point, so a name pushed off by its neighbours still says whose it is."""
+    from matplotlib.text import Annotation
+
+    from moot.analysis.plots import LABEL, frontier_plot
+
+    figures: list[Any] = []
+    png = plots_module._png
+    monkeypatch.setattr(plots_module, "_png", lambda figure: (figures.append(figure), png(figure))[1])
+    task = small_report.tasks[0]
+    assert task.vote_pool is not None
+    tokens_a_question = [200 if i == 0 else 4000 for i in range(len(task.conditions))]
+    conditions = [
+        replace(c, usage=replace(c.usage, used_prompt_tokens=c.accuracy.n * t, used_completion_tokens=0))
+        for c, t in zip(task.conditions, tokens_a_question)
+    ]
+    report = replace(small_report, tasks=(replace(task, conditions=tuple(conditions)), *small_report.tasks[1:]))
+    assert frontier_plot(report) is not None
+    tokens, calls = figures[-1].axes[:2]
+    assert (tokens.get_xscale(), calls.get_xscale()) == ("log", "linear")
+    names = [a for a in tokens.findobj(Annotation) if a.get_gid() == LABEL]
+    assert len(names) == len(conditions) and all(a.arrow_patch is not None for a in names)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +60,25 @@ LABEL_OFFSETS = ((6, 4, "left"), (6, -12, "left"), (-6, 4, "right"), (-6, -12, "
 
 
 def _label(ax: Any, text: str, x: float, y: float) -> None:
-    """A point's name beside it; ``_place_labels`` moves it off other names and points when the figure is drawn."""
+    """A point's name beside it, with a thin leader line to the point so that a name pushed off by its neighbours
+    still says whose it is; ``_place_labels`` moves it off other names and points when the figure is drawn."""
     ax.annotate(text, (x, y), textcoords="offset points", xytext=LABEL_OFFSETS[0][:2], fontsize="small",
-                parse_math=False, gid=LABEL, in_layout=False)  # fmt: skip
+                parse_math=False, gid=LABEL, in_layout=False,
+                arrowprops={"arrowstyle": "-", "color": "grey", "linewidth": 0.6, "shrinkA": 1, "shrinkB": 4})  # fmt: skip
+
+
+def _cost_axis(ax: Any, costs: Sequence[float]) -> None:
+    """The x axis of costs on a log scale where they span ten times or more (a single agent's few hundred
+    tokens beside a debate's thousands, which a linear axis crowds into one corner), with plain numbers
+    at 1, 2 and 5 of each power of ten; else left linear. A zero cost keeps the axis linear."""
+    if not costs or min(costs) <= 0 or max(costs) < 10 * min(costs):
+        return
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display units
@@ -78,7 +95,7 @@ def _place_labels(figure: Any) -> None:
     together (two conditions of nearly the same cost and accuracy) do not print over each other or off the plot,
     and keep off a neighbour's interval or the vote@k line where they can."""
     from matplotlib.collections import LineCollection
-    from matplotlib.text import Annotation
+    from matplotlib.text import Annotation, Text
 
     renderer = figure.canvas.get_renderer()
     for ax in figure.axes:
@@ -101,7 +118,7 @@ def _place_labels(figure: Any) -> None:
             for dx, dy, align in LABEL_OFFSETS:
                 label.set_position((dx, dy))
                 label.set_horizontalalignment(align)
-                e = label.get_window_extent(renderer)
+                e = Text.get_window_extent(label, renderer)  # the name alone, not its leader line
                 box: Box = (e.x0, e.y0, e.x1, e.y1)
                 outside = e.width * e.height - _overlap(box, inside)
                 covered = sum(_overlap(box, t) for t in taken)
@@ -238,6 +255,7 @@ def cost_plot(report: Report) -> Plot:
     figure, ax = _figure()
     entries = _entries(report, accuracy=True)
     priced = all(c.usage.cost is not None for _, c in entries) and any(c.usage.cost for _, c in entries)
+    costs = []
     for label, c in entries:
         n = max(1, c.accuracy.n)
         x = (c.usage.cost or 0.0) / n if priced else c.usage.used_tokens / n
@@ -245,6 +263,8 @@ def cost_plot(report: Report) -> Plot:
         below, above = _error(c)
         ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=4)
         _label(ax, label, x, y)
+        costs.append(x)
+    _cost_axis(ax, costs)
     ax.set_xlabel("cost per question (USD)" if priced else "tokens used per question")
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)
@@ -262,7 +282,8 @@ def frontier_plot(report: Report) -> Plot | None:
     its interval, as ``accuracy_plot``), the vote@k curve of the run's pool (``TaskReport.vote_pool``, k = 1..K)
     and each measure's frontier (``moot.analysis.frontier``): the points, conditions and vote@k alike, that no
     other point of the task beats, more accurate at a cost no higher or as accurate for less (a dashed line through them;
-    conditions on it ringed). None where no task scored by accuracy has a pool."""
+    conditions on it ringed). Tokens are on a log axis where they span ten times or more (``_cost_axis``); calls,
+    a few small counts, on a linear one. None where no task scored by accuracy has a pool."""
     from matplotlib.figure import Figure
 
     from moot.analysis.frontier import task_frontier
@@ -277,6 +298,7 @@ def frontier_plot(report: Report) -> Plot | None:
     labels: list[str] = []
     for measure, ax in zip(("tokens", "calls"), axes):
         first = measure == "tokens"  # the legend is drawn once, from the left panel's handles
+        costs: list[float] = []
         for i, t in enumerate(tasks):
             pool = t.vote_pool
             assert pool is not None
@@ -296,6 +318,7 @@ def frontier_plot(report: Report) -> Plot | None:
             dashed = ax.plot(
                 [x for x, _ in front], [y for _, y in front], linestyle="--", color=front_colour, alpha=0.7
             )
+            costs += [cost(p) for p in points]
             ringed = [p for p in conditions if on(p)]
             ring = ax.scatter([cost(p) for p in ringed], [p.accuracy for p in ringed], s=160, facecolors="none",
                               edgecolors="#2a8d3c", linewidths=1.5)  # fmt: skip
@@ -304,6 +327,8 @@ def frontier_plot(report: Report) -> Plot | None:
                 handles += [*line, *dashed] + ([ring] if ringed else [])
                 labels += [f"{prefix}vote@k of {pool.condition} (k = 1..{pool.agents})", f"{prefix}frontier"]
                 labels += [f"{prefix}conditions on the frontier"] if ringed else []
+        if first:  # calls are a few small counts: their axis stays linear
+            _cost_axis(ax, costs)
         ax.set_xlabel("tokens used per question" if first else "calls per question")
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)

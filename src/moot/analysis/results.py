@@ -741,7 +741,8 @@ def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | Non
             lines += [
                 f"![Accuracy-cost frontier of {paper.file}]({SUMMARIES.name}/{picture_name(paper.file)})",
                 "",
-                f"Each condition's accuracy (95% interval) against tokens (left) and calls (right) per question, the "
+                f"Each condition's accuracy (95% interval) against tokens (left; a log axis where they span ten "
+                f"times or more) and calls (right) per question, the "
                 f"vote@k curve of {pools} answers and the frontier through the points nothing beats (conditions on "
                 "it ringed); the picture `moot report --figures` draws.",
                 "",

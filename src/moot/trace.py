@@ -59,8 +59,12 @@ def check_trace(path: Path, store: Path | None = None) -> bool:
             )
     try:
         check_output(path, force=True, reading=store, stream=True)
-        if not path.is_file() or path.stat().st_size == 0:
-            return not path.is_file() and path.exists()
+        if not path.exists():
+            return False
+        if not path.is_file():
+            return True  # a pipe or terminal the user named: check_output refused anything else
+        if path.stat().st_size == 0:
+            return False
         with path.open("rb") as f:
             first = f.readline(4096)
     except ConfigError as exc:

@@ -58,8 +58,9 @@ def _same(a: Path, b: Path) -> bool:
 
 def check_output(
     path: Path, *, force: bool = False, default: bool = False, reading: Path | None = None, stream: bool = False
-) -> None:
-    """Refuse (ConfigError) to write an output file at ``path`` where the rules above forbid it.
+) -> bool:
+    """Refuse (ConfigError) to write an output file at ``path`` where the rules above forbid it; True when
+    ``path`` is a pipe or terminal to write into, False when a file is written there.
 
     ``default``: ``path`` is moot's default name for this output; ``reading``: the run being read;
     ``stream``: a pipe or terminal at ``path`` (the user named it) is written into."""
@@ -74,9 +75,10 @@ def check_output(
         if path.name.endswith(suffix) and is_database(path.with_name(path.name[: -len(suffix)])):
             raise ConfigError(f"{path} belongs to the run store beside it; {never}")
     if check_file(path, stream=stream and not default):  # refuses a link (even with --force), a device, a socket
-        return  # a pipe or terminal the user named: written into, nothing to replace
+        return True  # a pipe or terminal the user named: written into, nothing to replace
     if (path.exists() or path.is_symlink()) and not (force or default):
         raise ConfigError(f"{path} exists and moot did not write it there; pass --force to replace it")
+    return False
 
 
 def write_output(path: Path, write: Callable[[Path], object], *, stream: bool = False) -> Path:

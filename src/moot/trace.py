@@ -58,12 +58,9 @@ def check_trace(path: Path, store: Path | None = None) -> bool:
                 f"--trace: {path} is this run's store or a file SQLite keeps beside it; name another file"
             )
     try:
-        check_output(path, force=True, reading=store, stream=True)
-        if not path.exists():
-            return False
-        if not path.is_file():
-            return True  # a pipe or terminal the user named: check_output refused anything else
-        if path.stat().st_size == 0:
+        if check_output(path, force=True, reading=store, stream=True):
+            return True  # a pipe or terminal the user named
+        if not path.exists() or path.stat().st_size == 0:
             return False
         with path.open("rb") as f:
             first = f.readline(4096)

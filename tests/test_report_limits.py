@@ -181,11 +181,9 @@ def _renamed(report: Report, names: list[str]) -> Report:
     return replace(report, condition_names=tuple(names), tasks=(replace(task, conditions=conditions),))
 
 
-def test_plot_labels_are_plain_text_and_the_html_escapes_them(
-    small_report: Report, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from matplotlib.text import Text
-
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every figure the plots draw from here on, in order (``_png`` kept working)."""
     figures: list[Any] = []
     png = plots_module._png
 
@@ -195,6 +193,13 @@ def test_plot_labels_are_plain_text_and_the_html_escapes_them(
         return out
 
     monkeypatch.setattr(plots_module, "_png", keep)
+    return figures
+
+
+def test_plot_labels_are_plain_text_and_the_html_escapes_them(small_report: Report, drawn: list[Any]) -> None:
+    from matplotlib.text import Text
+
+    figures = drawn
     for i in range(0, len(NAMES), 3):
         names = NAMES[i : i + 3]
         figures.clear()
@@ -386,7 +391,7 @@ def test_costs_spanning_ten_times_or_more_are_drawn_on_a_log_axis_with_plain_num
 
 
 def test_the_frontier_draws_tokens_on_a_log_axis_calls_on_a_linear_one_and_every_name_with_a_leader(
-    small_report: Report, monkeypatch: pytest.MonkeyPatch
+    small_report: Report, drawn: list[Any]
 ) -> None:
     """A run whose tokens a question span ten times (a single agent's few hundred beside a debate's thousands):
     the frontier's token panel is logarithmic, its calls panel linear (a few small counts); each point's name
@@ -395,9 +400,6 @@ def test_the_frontier_draws_tokens_on_a_log_axis_calls_on_a_linear_one_and_every
 
     from moot.analysis.plots import LABEL, frontier_plot
 
-    figures: list[Any] = []
-    png = plots_module._png
-    monkeypatch.setattr(plots_module, "_png", lambda figure: (figures.append(figure), png(figure))[1])
     task = small_report.tasks[0]
     assert task.vote_pool is not None
     tokens_a_question = [200 if i == 0 else 4000 for i in range(len(task.conditions))]
@@ -407,7 +409,7 @@ def test_the_frontier_draws_tokens_on_a_log_axis_calls_on_a_linear_one_and_every
     ]
     report = replace(small_report, tasks=(replace(task, conditions=tuple(conditions)), *small_report.tasks[1:]))
     assert frontier_plot(report) is not None
-    tokens, calls = figures[-1].axes[:2]
+    tokens, calls = drawn[-1].axes[:2]
     assert (tokens.get_xscale(), calls.get_xscale()) == ("log", "linear")
     names = [a for a in tokens.findobj(Annotation) if a.get_gid() == LABEL]
     assert len(names) == len(conditions) and all(a.arrow_patch is not None for a in names)

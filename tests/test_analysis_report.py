@@ -363,3 +363,22 @@ def test_an_adaptive_run_with_a_judge(tmp_path: Path) -> None:
     assert spread.bins[-1].n == confident and spread.bins[0].n > 0  # the debater's judge says 10 without answers
     md = report_markdown(report)
     assert "| adaptive | judge |" in md and "### Accuracy by confidence bin" in md
+
+
+def test_a_pair_of_arms_with_no_task_in_common_is_refused_by_name(tmp_path: Path) -> None:
+    """Only vote ran (``--condition vote``): society has no results, so vote and society are no pair; the error
+    names both and what each ran."""
+    from moot.backends.scripted import SCRIPTED_MODELS
+    from moot.runner.experiment import RunOptions, run_experiment
+    from tests.fixtures.analysis_run import debater, experiment
+
+    path = tmp_path / "half.sqlite"
+    conditions = [{"name": "vote", "protocol": "vote", "agents": 3}, {"name": "society", "protocol": "society"}]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(SCRIPTED_MODELS, "debater", debater)
+        config = experiment(questions=3, conditions=conditions)
+        asyncio.run(run_experiment(config, path, RunOptions(conditions=("vote",))))  # type: ignore[arg-type]
+    with pytest.raises(
+        AnalysisError, match=r"conditions 'vote' \(arithmetic\) and 'society' \(no results\) ran no task"
+    ):
+        compare_conditions(path, "vote", "society")

@@ -17,11 +17,15 @@ from typer.testing import CliRunner
 from moot.analysis import AnalysisError
 from moot.analysis.budget import (
     SignFlip,
+    Spend,
     VoteAtK,
     VotePool,
+    check_measure,
     default_pool,
     equal_budget,
     equal_budget_table,
+    matched_pool_names,
+    request_signature,
     sign_flip_test,
     vote_at_k,
     vote_probabilities,
@@ -34,8 +38,9 @@ from moot.analysis.report import build_report
 from moot.analysis.stats import bootstrap_mean, holm
 from moot.analysis.tables import equal_budget_rows_table, vote_at_k_table
 from moot.debate.components.aggregation import TieRule, majority_vote
+from moot.errors import ConfigError
 from moot.runner.store import RunStore
-from tests.fixtures.analysis_run import make_run
+from tests.fixtures.analysis_run import PRICE, make_run
 
 QUESTIONS = 12
 CONDITIONS = [
@@ -227,7 +232,7 @@ def test_equal_budget_on_a_scripted_store(run: Path) -> None:
     pools, rows = equal_budget_table(run, measure="calls", resamples=500)
     assert [r.debate for r in rows] == ["society"] and rows[0].holm_p == holm([rows[0].p])[0]
     table = equal_budget_rows_table(rows)
-    assert table.rows[0][:5] == ("arithmetic", "society", "6.0", "6 (6.0)", str(QUESTIONS))
+    assert table.rows[0][:6] == ("arithmetic", "society", "6.0", "vote", "6 (6.0)", str(QUESTIONS))
 
 
 def test_compare_budget_on_the_command_line(run: Path) -> None:
@@ -269,8 +274,8 @@ def test_the_report_shows_vote_at_k_and_the_equal_budget_table(tmp_path: Path) -
     assert [cells[0] for cells in vote_rows] == [f"| {k}" for k in range(1, 7)]
     assert [cells[1] for cells in vote_rows] == [f"{r.accuracy:.3f}" for r in pool.rows]
     (row,) = equal_budget(path, "society", "vote", "tokens", resamples=200)
-    assert "### Debate against vote@k of 'vote' at equal tokens" in markdown
-    assert f"| arithmetic | society | {row.debate_cost:.1f} | {row.k} ({row.vote_cost:.1f})" in markdown
+    assert "### Debate against vote@k at equal tokens (prompt + completion)" in markdown
+    assert f"| arithmetic | society | {row.debate_cost:.1f} | vote | {row.k} ({row.vote_cost:.1f})" in markdown
     assert markdown.index("### Paired accuracy comparisons") < markdown.index("### vote@k from the pool")
     assert "frontier" in [p.key for p in plots(report)]
     assert "### Accuracy-cost frontier, arithmetic" in markdown
@@ -384,3 +389,124 @@ def test_a_pool_still_being_made_gives_way_to_one_with_answers(tmp_path: Path) -
         asyncio.run(run_experiment(config, path, RunOptions()))  # type: ignore[arg-type]
     assert default_pool(path) == "vote-6"
     assert [p.agents for p in summarise(path)[0].vote_pools] == [6]
+
+
+# Two pools of two first requests (moot's task template, and Choi et al.'s template as DAR's presets ask it), and
+# arms that start from each, or from neither (the confidence form).
+MATCHED: list[dict[str, object]] = [
+    {"name": "vote", "protocol": "vote", "agents": 6},
+    {"name": "vote-3", "protocol": "vote", "agents": 3},
+    {"name": "society", "protocol": "society", "agents": 3, "rounds": 2},
+    {
+        "name": "vote-choi",
+        "protocol": "vote",
+        "agents": 8,
+        "history": {"kind": "fresh", "templates": "choi"},
+        "rendering": "dar",
+        "tie_rule": "random",
+        "uncertainty_cue": True,
+    },
+    {"name": "mad-m2", "protocol": "mad-m2", "agents": 4, "rounds": 2},
+    {"name": "confidence", "protocol": "confidence", "agents": 3, "rounds": 2},
+]
+
+
+@pytest.fixture(scope="module")
+def matched(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("matched") / "run.sqlite", questions=6, conditions=MATCHED)
+
+
+def test_a_request_signature_is_what_is_asked_not_the_seed() -> None:
+    """The seed, the sample count and whether log-probabilities come back are left out; the model, the messages
+    and every sampling setting are in."""
+    request = {"messages": [{"role": "user", "content": "2+2?"}], "temperature": 1.0, "top_p": 1.0, "max_tokens": 9}
+    same = request_signature("m", request)
+    assert request_signature("m", {**request, "seed": 7, "n": 3, "logprobs": True}) == same
+    assert request_signature("other", request) != same
+    assert request_signature("m", {**request, "temperature": 0.7}) != same
+    assert request_signature("m", {**request, "max_tokens": 10}) != same
+    assert request_signature("m", {**request, "messages": [{"role": "user", "content": "2+3?"}]}) != same
+
+
+def test_each_arm_is_matched_to_the_pool_sampled_with_its_own_first_request(matched: Path) -> None:
+    """society and vote-3 start from the task's template: the 6-answer vote; mad-m2 from Choi's: vote-choi (its
+    first 4 answers are mad-m2's round 0, the very calls); confidence from its own form: no pool. The largest pool
+    of each kind is the pool, not an arm."""
+    assert matched_pool_names(matched) == {
+        ("arithmetic", "vote-3"): "vote",
+        ("arithmetic", "society"): "vote",
+        ("arithmetic", "mad-m2"): "vote-choi",
+        ("arithmetic", "confidence"): None,
+    }
+    store = RunStore.read(matched)
+    try:
+        firsts: dict[str, dict[tuple[str, str], str]] = defaultdict(dict)
+        for condition, _task, question, _seed, agent, model, request in store.round0_requests():
+            firsts[condition][(question, agent)] = request_signature(model, request) + str(request["seed"])
+    finally:
+        store.close()
+    shared = [key for key in firsts["mad-m2"] if firsts["vote-choi"].get(key) == firsts["mad-m2"][key]]
+    assert len(shared) == len(firsts["mad-m2"]) == 6 * 4
+
+
+def test_the_equal_budget_rows_use_the_matched_pools(matched: Path) -> None:
+    """At equal calls: society (6 calls) against vote@6 of vote; mad-m2 (4 x 2 = 8 calls) against vote@8 of
+    vote-choi; confidence has no matched pool, so its row has no figures and says so; naming a pool sets every arm
+    against it."""
+    pools, rows = equal_budget_table(matched, measure="calls", resamples=200)
+    assert sorted((p.condition, p.agents) for p in pools) == [("vote", 6), ("vote-choi", 8)]
+    by = {r.debate: r for r in rows}
+    assert list(by) == ["vote-3", "society", "mad-m2", "confidence"]
+    assert (by["society"].pool, by["society"].k, by["society"].pool_too_small) == ("vote", 6, False)
+    assert (by["mad-m2"].pool, by["mad-m2"].k, by["mad-m2"].pool_too_small) == ("vote-choi", 8, False)
+    assert by["confidence"].unmatched and math.isnan(by["confidence"].difference)
+    assert not any(r.unmatched for r in rows[:3])
+    assert sum(not math.isnan(r.holm_p) for r in rows) == 3  # Holm over the rows with a test
+    table = equal_budget_rows_table(rows)
+    confidence = next(row for row in table.rows if row[1] == "confidence")
+    assert confidence[3] == "no matched pool" and confidence[4] == "—"
+    assert "No matched pool" in table.note and "Budget unit: calls per question" in table.note
+    (forced,) = equal_budget(matched, "mad-m2", "vote", "calls", resamples=200)
+    assert (forced.pool, forced.k) == ("vote", 6)
+    result = CliRunner().invoke(app, ["compare", str(matched), "confidence", "--budget", "calls"])
+    assert result.exit_code == 0, result.output
+    assert "no pool was sampled with confidence's round-0 request" in result.output
+
+
+def test_the_budget_units_count_completion_tokens_and_dollars(matched: Path) -> None:
+    """completion: society's mean completion tokens per question against k x the pool's mean per answer; cost:
+    the tokens priced at the run's prices (0.15 and 0.60 USD per million prompt and completion tokens)."""
+    store = RunStore.read(matched)
+    try:
+        society = [r for r in store.iter_results() if r.condition == "society"]
+        pool_turns = [t for r in store.iter_results() if r.condition == "vote" for t in r.result.rounds[0].turns]
+    finally:
+        store.close()
+    prompt = np.mean([sum(t.prompt_tokens for x in r.result.rounds for t in x.turns) for r in society])
+    completion = np.mean([sum(t.completion_tokens for x in r.result.rounds for t in x.turns) for r in society])
+    (by_completion,) = equal_budget(matched, "society", measure="completion", resamples=200)
+    assert by_completion.debate_cost == pytest.approx(completion)
+    per_answer = np.mean([t.completion_tokens for t in pool_turns])
+    assert by_completion.vote_cost == pytest.approx(by_completion.k * per_answer)
+    if by_completion.pool_too_small:
+        assert by_completion.k == 6 and completion > 6 * per_answer
+    else:
+        assert (by_completion.k - 1) * per_answer < completion <= by_completion.k * per_answer
+    (by_cost,) = equal_budget(matched, "society", measure="cost", resamples=200)
+    assert by_cost.debate_cost == pytest.approx((prompt * PRICE["prompt"] + completion * PRICE["completion"]) / 1e6)
+    each = np.mean([t.prompt_tokens * PRICE["prompt"] + t.completion_tokens * PRICE["completion"] for t in pool_turns])
+    assert by_cost.vote_cost == pytest.approx(by_cost.k * each / 1e6)
+    table = equal_budget_rows_table([by_cost])
+    assert table.title == "Debate against vote@k at equal US dollars"
+
+
+def test_a_unit_the_store_cannot_give_is_one_line_naming_what_is_missing() -> None:
+    with pytest.raises(ConfigError, match="some model of the store has no price"):
+        check_measure("cost", [Spend(1, 10, 5, 0.1), Spend(1, 10, 5, None)])
+    with pytest.raises(ConfigError, match="every price in the store is zero"):
+        check_measure("cost", [Spend(1, 10, 5, 0.0)])
+    with pytest.raises(ConfigError, match="no completion counts"):
+        check_measure("completion", [Spend(1, 0, 0, 0.0)])
+    with pytest.raises(ConfigError, match="unknown budget unit 'dollars'; one of tokens, completion, calls, cost"):
+        check_measure("dollars", [])  # type: ignore[arg-type]
+    check_measure("calls", [Spend(1, 0, 0, None)])  # calls need neither tokens nor prices

@@ -7,7 +7,6 @@ llama-server)."""
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,7 @@ from moot.runner.experiment import RunOptions, run_experiment
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import ParseStatus, Question
 from tests.helpers import query, scripted_agents
-from tests.integration.servers import Served
+from tests.integration.servers import JSONHandler, Served
 
 TASK = ArithmeticTask()
 QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")
@@ -77,23 +76,8 @@ class VLLMLike(Served):
         self.tokenized: list[str] = []
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                return None
-
-            def _json(self, status: int, data: object) -> None:
-                payload = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def do_GET(self) -> None:
-                if self.path.endswith("/models"):
-                    self._json(200, {"object": "list", "data": [{"id": "r1-distill"}]})
-                else:
-                    self._json(404, {"error": "not found"})
+        class Handler(JSONHandler):
+            models = ("r1-distill",)
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -22,6 +22,7 @@ from moot.analysis.results import (
     Papers,
     Paths,
     ResultRow,
+    _budget_match,
     check,
     compare,
     condition_figures,
@@ -88,9 +89,12 @@ def test_equal_budget_from_the_summary_is_the_reports(which: str, request: pytes
     ((pool,), expected) = equal_budget_table(store, "vote", "tokens", resamples=RESAMPLES)
     assert facts.vote_pools == (pool,)
     by_condition = {c: [r for r in rows if r.condition == c] for c in facts.conditions}
-    assert equal_budget_rows(pool, by_condition) == tuple(replace(e, readers="") for e in expected)
+    match = {"single": "vote", "society": "vote"}
+    assert dict(_budget_match(facts, "arithmetic")) == match  # each arm's own first request is the pool's
+    rows_alone = tuple(replace(e, readers="", differs=None) for e in expected)  # the figures, from the rows alone
+    assert equal_budget_rows([pool], match, by_condition) == rows_alone
     figures = task_figures(Paper(file="toy", title="Toy", baseline="vote"), facts, rows, "arithmetic")
-    assert figures.equal_budget == expected  # the readers' verdicts included
+    assert figures.equal_budget == expected  # the readers' verdicts and what else differs (the facts') included
     assert [e.debate for e in expected] == ["single", "society"]
 
 
@@ -109,7 +113,7 @@ def test_equal_budget_rows_hand_checked() -> None:
 
     debate = [row("debate", 0, True, 250), row("debate", 1, True, 250)]
     one = [row("one", 0, False, 100), row("one", 1, False, 100)]
-    a, b = equal_budget_rows(pool, {"vote": [], "debate": debate, "one": one})
+    a, b = equal_budget_rows([pool], {"debate": "vote", "one": "vote"}, {"vote": [], "debate": debate, "one": one})
     assert (a.debate, a.k, a.pool_too_small, a.difference, a.p, a.exact) == ("debate", 3, False, 0.5, 1.0, True)
     assert (b.debate, b.k, b.vote_cost, b.difference, b.p) == ("one", 1, 100.0, pytest.approx(-0.5), 0.5)
     assert (a.holm_p, b.holm_p) == (1.0, 1.0)  # Holm: min(1, 2 x 0.5) = 1, then the larger p 1
@@ -137,16 +141,17 @@ def test_equal_budget_verdicts_under_each_reader_hand_checked() -> None:
         return base.model_copy(update={"correct_paper": paper, "correct_strict": correct})
 
     debate = [row(0, True, True), row(1, True, False)]
-    (base,) = equal_budget_rows(moot, {"debate": debate})
-    (under,) = budget_readers([base], [paper, strict], {"debate": debate})
+    match = {"debate": "vote"}
+    (base,) = equal_budget_rows([moot], match, {"debate": debate})
+    (under,) = budget_readers([base], [paper, strict], match, {"debate": debate})
     verdicts = dict(under.rows)
     assert (verdicts["paper"].k, verdicts["paper"].difference) == (3, 0.0)  # type: ignore[union-attr]
     assert verdicts["strict"].difference == 0.5  # type: ignore[union-attr]
     assert under.breaks == ("paper",) and under.summary == "breaks under: paper"
     unread = [row(0, True, None), row(1, True, None)]  # the paper's parser does not read the condition
-    (under,) = budget_readers([base], [paper, strict], {"debate": unread})
+    (under,) = budget_readers([base], [paper, strict], match, {"debate": unread})
     assert dict(under.rows)["paper"] is None and under.summary == "robust"
-    (under,) = budget_readers([base], [], {"debate": debate})  # no reader reads the pool: nothing re-derived
+    (under,) = budget_readers([base], [], match, {"debate": debate})  # no reader reads the pool: nothing re-derived
     assert under.summary == "—"
 
 
@@ -247,7 +252,7 @@ def test_hand_checked_figures_in_the_document() -> None:
     # paper +20 points, moot +30 with exact p 0.375 (one comparison: Holm leaves it)
     line = next(x for x in text.splitlines() if x.startswith("| a − b |"))
     assert line.startswith("| a − b | +20.0 | +30.0 [") and line.endswith(
-        "| 4 / 1 | 0.375 | 0.375 | direction only | breaks under: strict |"
+        "| 4 / 1 | 0.375 | 0.375 | direction only | breaks under: strict | — |"
     )
     assert (
         "not applicable here: paper. Under each reader: a − b: moot +30.0, Holm p 0.375; strict -10.0, Holm p 1.000."
@@ -299,11 +304,13 @@ def test_stated_directions_are_compared_where_the_paper_gives_no_figures() -> No
     lines = render(Papers(paper=(paper,)), {"toy": (facts, a + b + c)}).splitlines()
     rows = [x for x in lines if "| a − b |" in x or "| c − b |" in x or "| c − a |" in x]
     assert [r.split(" | ")[0] for r in rows] == ["| a − b", "| c − b", "| c − a"]  # ranked: +30, -10, -40
-    assert rows[0].startswith("| a − b | — | +30.0 [") and rows[0].endswith("| 4 / 1 | 0.375 | 0.750 | — | robust |")
+    assert rows[0].startswith("| a − b | — | +30.0 [") and rows[0].endswith(
+        "| 4 / 1 | 0.375 | 0.750 | — | robust | — |"
+    )
     assert rows[1].startswith("| c − b | better (stated) | -10.0 [")
-    assert rows[1].endswith("| 2 / 3 | 1.000 | 1.000 | no, reversed | robust |")
+    assert rows[1].endswith("| 2 / 3 | 1.000 | 1.000 | no, reversed | robust | — |")
     assert rows[2].startswith("| c − a | worse (stated) | -40.0 [")
-    assert rows[2].endswith("| 1 / 5 | 0.219 | 0.656 | direction only | robust |")
+    assert rows[2].endswith("| 1 / 5 | 0.219 | 0.656 | direction only | robust | — |")
     assert "Against b and in the pairs the paper states a direction for, paired on the same questions" in "\n".join(
         lines
     )
@@ -452,7 +459,7 @@ def test_every_paper_names_a_replication_file_and_its_conditions() -> None:
 
     papers = read_papers(ROOT / "docs/results/papers.toml")
     files = sorted(p.stem for p in (ROOT / EXPERIMENTS).glob("*.toml"))
-    assert sorted(p.file for p in papers.paper) == files == ["across", "dar", "du", "stopping", "zhu"]
+    assert sorted(p.file for p in papers.paper) == files == ["across", "dar", "du", "math", "stopping", "zhu"]
     for paper in papers.paper:
         experiment = load_experiment(ROOT / EXPERIMENTS / f"{paper.file}.toml")
         assert experiment.name == paper.file and str(experiment.output) == f"runs/replicate/{paper.file}.sqlite"

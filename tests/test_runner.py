@@ -396,6 +396,23 @@ def test_a_grown_run_replays_the_calls_of_the_smaller_one_and_leaves_it_untouche
     assert (again.calls, again.ran) == (0, 0)
 
 
+def test_replay_only_stores_what_the_stored_calls_answer_and_calls_nothing(tmp_path: Path) -> None:
+    """--replay-only: the grown run of 7 questions over the store of 4 makes no call: the 4 questions whose calls
+    are all stored end exactly as in the smaller run, the 3 others are left unstored (none of their rounds is
+    kept), and a later run without the flag makes their calls."""
+    small, grown = tmp_path / "small.sqlite", tmp_path / "grown.sqlite"
+    run(experiment(THREE, count=4), small)
+    config = experiment(THREE, count=7, calls_from=[str(small)])
+    outcome = run(config, grown, replay_only=True)
+    per_question = 3 + 2 * 3
+    assert (outcome.calls, outcome.copied, outcome.left, outcome.ran) == (0, 4 * per_question, 3 * 3, 4 * 3)
+    first = {r["question_id"] for r in stored(small)}
+    assert [r for r in stored(grown)] == stored(small) and len(first) == 4
+    assert RunStore.open(grown).count("calls") == 4 * per_question
+    rest = run(config, grown)
+    assert (rest.calls, rest.ran, rest.left) == (3 * per_question, 3 * 3, 0)
+
+
 def test_calls_from_copies_only_the_very_same_requests(tmp_path: Path) -> None:
     """Another experiment's calls answer only what they asked: another temperature shares nothing, a
     condition of the other run is still shared (round 0 of vote is society's); --no-cache ignores sources."""

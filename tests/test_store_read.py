@@ -160,7 +160,7 @@ def test_calls_sessions_meta_and_conditions_are_typed(run: Path) -> None:
 # Since then one figure was corrected (issue 14): "dc" (a diverse round 0: 6 candidate calls, 3 kept) used 9
 # calls, not the 6 kept turns, so its and the total's used calls and tokens count its whole pool; and the
 # report gained tables (issue 37: the replies table counts unreadable rulings, reader sensitivity) and a
-# line naming the model that answered (issue 42).
+# line naming the model that answered (issue 42), and the pairs what else their arms differ in (issue 55).
 V1_EXPERIMENT = {
     "name": "store-v1",
     "seeds": [0],

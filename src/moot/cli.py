@@ -15,6 +15,7 @@ from rich.text import Text
 
 from moot import __version__
 from moot.analysis.cli import compare as _compare
+from moot.analysis.cli import readers_app
 from moot.analysis.cli import report as _report
 from moot.analysis.cli import results as _results
 from moot.cli_output import escaped, fit_table, joined_lines, make_console, plural, printable, shortened
@@ -35,6 +36,7 @@ app.add_typer(models_app, name="models")
 app.command("report")(_report)
 app.command("compare")(_compare)
 app.command("results")(_results)
+app.add_typer(readers_app, name="readers")
 app.add_typer(theory_app, name="theory")
 app.add_typer(train_app, name="train")
 
@@ -211,6 +213,15 @@ def run(
     retry_errors: Annotated[
         bool, typer.Option("--retry-errors", help="Run again the questions stored with status error.")
     ] = False,
+    replay_only: Annotated[
+        bool,
+        typer.Option(
+            "--replay-only",
+            help="Make no model call: store only the questions whose every call is stored, here or in a "
+            "calls_from store (a rebuild that reads stored replies again with the current code); the others are "
+            "left for a later run.",
+        ),
+    ] = False,
     no_share_round0: Annotated[
         bool, typer.Option("--no-share-round0", help="Do not share round-0 calls between conditions.")
     ] = False,
@@ -326,7 +337,9 @@ def run(
                 f"calls_from: {missing} does not exist: its calls are made afresh", markup=False, soft_wrap=True
             )
         chosen = tuple(condition) if condition else None
-        run_options = RunOptions(use_cache=not no_cache, retry_errors=retry_errors, conditions=chosen, trace=trace)
+        run_options = RunOptions(
+            use_cache=not no_cache, retry_errors=retry_errors, conditions=chosen, trace=trace, replay_only=replay_only
+        )
         _run_and_report(exp, run_options, resumed)
     finally:
         exp.close()
@@ -436,6 +449,13 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
         f"questions run {outcome.ran}, already stored {outcome.skipped} · wall time {outcome.wall_s:.1f} s",
         soft_wrap=True,  # one line to read or grep; a terminal wraps it
     )
+    if outcome.left:
+        console.print(
+            f"--replay-only: {plural(outcome.left, 'question')} left unstored (some call of theirs is stored "
+            "nowhere); a run without --replay-only makes their calls",
+            markup=False,
+            soft_wrap=True,
+        )
     console.print(f"run stored in {exp.output}", markup=False, soft_wrap=True)
     console.print("[dim]answers per round are in agent order; · marks an unparsed reply[/]")
     if all(a.backend.kind == "scripted" for c in exp.conditions for a in c.agents):

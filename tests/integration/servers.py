@@ -72,6 +72,30 @@ class LocalHTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
 
+class JSONHandler(http.server.BaseHTTPRequestHandler):
+    """A test server's handler: quiet, answering JSON (``_json``); GET .../models lists ``models``, any other
+    GET is 404."""
+
+    models: tuple[str, ...] = ()
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def _json(self, status: int, data: object) -> None:
+        payload = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": model} for model in self.models]})
+        else:
+            self._json(404, {"error": "not found"})
+
+
 class Served:
     """What every test server shares: ``serve`` starts a LocalHTTPServer on a free port of 127.0.0.1 in a
     daemon thread and sets ``url`` (its /v1 base); ``close`` stops it and frees the port."""

@@ -83,6 +83,21 @@ async def test_samples_logprobs_and_seeds(llama_server: str, key: None) -> None:
         proxy.close()
 
 
+async def test_a_repeated_prefix_is_reported_cached(llama_server: str, key: None) -> None:
+    """llama-server reports the prompt tokens it had cached (usage.prompt_tokens_details.cached_tokens, its
+    timings' cache_n): the same request again finds its prompt cached (but its last token); the sample keeps it."""
+    backend = OpenAIBackend(config(llama_server, model="qwen-test"))
+    long = (Message("system", "You are a careful assistant who checks every step. " * 12), *HELLO)
+    request = GenerationRequest(messages=long, max_tokens=4, temperature=0.0, seed=5)
+    try:
+        first, second = [(await backend.generate(request)).samples[0] for _ in range(2)]
+    finally:
+        await backend.aclose()
+    assert first.cached_tokens is not None and second.cached_tokens is not None
+    assert first.prompt_tokens == second.prompt_tokens > 100
+    assert first.cached_tokens < second.cached_tokens < second.prompt_tokens
+
+
 async def test_the_api_key_comes_from_the_environment_only(llama_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SERVER_KEY_ENV, "wrong-key")
     cfg = config(llama_server, model="qwen-test")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -37,12 +37,32 @@ Reader = Annotated[
         "tables show every reader either way.",
     ),
 ]
+Labels = Annotated[
+    Path | None,
+    typer.Option(
+        "--labels",
+        help="A hand-labelled sample of the run's replies (JSON lines; see `moot readers check`): a reader whose "
+        "accuracy on it is below 95% marks no verdict fragile, and the readers column gives its accuracy.",
+    ),
+]
 
 
 def _console() -> Any:
     from moot.cli_output import make_console
 
     return make_console(piped=160)  # COLUMNS, when set, wins
+
+
+def _accuracies(labels: Path | None, run: Path, say: Callable[[str], None]) -> dict[str, float] | None:
+    """The readers' validated accuracies on ``run`` from the sample ``labels`` (None without one), said in a line."""
+    if labels is None:
+        return None
+    from moot.analysis.reader_check import accuracies, reader_accuracy
+
+    validated = accuracies(reader_accuracy(labels, run))
+    shown = ", ".join(f"{r} {a:.0%}" for r, a in validated.items())
+    say(f"readers' accuracy on the labelled replies of {labels} (moot's: its stored answers): {shown}")
+    return validated
 
 
 def default_html_path(run: Path) -> Path:
@@ -114,12 +134,17 @@ def report(
     seed: Seed = 0,
     resamples: Resamples = 10_000,
     reader: Reader = "moot",
+    labels: Labels = None,
 ) -> None:
     """Accuracy with intervals, paired tests, rounds, transitions, oracles, task metrics and calibration of a run.
 
     The question is the unit: repeated seeds are combined per question (per-seed figures and mean ± std
-    over seeds are shown beside). Prints the tables and writes one self-contained HTML file: tables,
-    plots, every debate's transcript. The run is read, never written.
+    over seeds are shown beside). Wherever a debate is compared with a single agent, its difference is
+    split into voting (the vote of its own round-0 answers - single) and exchange (debate - that vote), each
+    with its interval and Holm p. Every paired row names what else its two arms differ in besides the
+    protocol ("also differs": model, sampling, seeds, system message, template, agents, tie rule, helper
+    model), read from their stored round-0 requests. Prints the tables and writes one self-contained HTML
+    file: tables, plots, every debate's transcript. The run is read, never written.
     """
     from moot.analysis.readers import get_reader
     from moot.analysis.render import print_report, report_markdown
@@ -138,7 +163,6 @@ def report(
         check_pages(html_path)  # its pages' folder and files: no link planted there
     if markdown is not None and not to_stdout:
         check_output(markdown, force=force, reading=run, stream=True)
-    result = build_report(run, seed=seed, resamples=resamples, reader=reader)
     console = _console()
 
     def say(message: str) -> None:
@@ -146,6 +170,9 @@ def report(
             print(message, file=sys.stderr)
         else:
             console.print(message, markup=False, soft_wrap=True)  # a path whole, on one line
+
+    accuracies = _accuracies(labels, run, say)
+    result = build_report(run, seed=seed, resamples=resamples, reader=reader, accuracies=accuracies)
 
     if to_stdout:
         sys.stdout.write(report_markdown(result))
@@ -182,40 +209,59 @@ def compare(
         str | None,
         typer.Option(
             "--budget",
-            help="Compare A with the vote@k of the pool at equal cost per question: tokens or calls.",
+            help="Compare A with the vote@k of the pool sampled with A's own round-0 request, at equal cost per "
+            "question in this unit: tokens (prompt + completion), completion (tokens), calls, or cost (US dollars "
+            "at the run's [prices]).",
         ),
     ] = None,
     pool: Annotated[
         str | None,
         typer.Option(
             "--pool",
-            help="With --budget: the condition whose round-0 answers are voted on (default: the 1-round "
-            "condition with the most agents).",
+            help="With --budget: the condition whose round-0 answers are voted on (default: the pool sampled "
+            "with A's own round-0 request, the one with the most agents; none matched: the row says so).",
         ),
     ] = None,
+    labels: Labels = None,
 ) -> None:
     """The paired comparison of two conditions on the questions both answered.
 
     Exact McNemar test (a sign test on questions with repeated seeds), matched odds ratio, bootstrap
-    interval of the difference; a task metric's paired tests; sign test of rounds used. With --budget,
-    the pool's vote@k table and A against the vote@k of the same budget (paired bootstrap, sign-flip test).
+    interval of the difference; a task metric's paired tests; sign test of rounds used. When one side is a
+    single agent, the debate's gain is split into voting (the vote of its own round-0 answers - single) and
+    exchange (debate - that vote), each with its interval and Holm p. With --budget, the pool's vote@k table
+    and A against the vote@k of the same budget (paired bootstrap, sign-flip test). Each comparison names
+    what else its two arms differ in besides the protocol ("also differs": model, sampling, seeds, system
+    message, template, agents, tie rule, helper model), read from their stored round-0 requests.
     """
     from moot.analysis.render import print_comparison
     from moot.analysis.report import AnalysisError, compare_conditions
 
     if budget is not None:
-        _compare_budget(run, a, b, budget, pool, task, seed, resamples)
+        _compare_budget(run, a, b, budget, pool, task, seed, resamples, labels)
         return
     if b is None:
-        raise AnalysisError("compare needs two conditions, A and B (or one debate with --budget tokens|calls)")
-    pairs = compare_conditions(run, a, b, task=task, seed=seed, resamples=resamples, reader=reader)
-    print_comparison(pairs, _console())
+        raise AnalysisError("compare needs two conditions, A and B (or one debate with --budget UNIT)")
+    console = _console()
+    accuracies = _accuracies(labels, run, lambda line: console.print(line, markup=False, highlight=False))
+    pairs = compare_conditions(
+        run, a, b, task=task, seed=seed, resamples=resamples, reader=reader, accuracies=accuracies
+    )
+    print_comparison(pairs, console)
 
 
 def _compare_budget(
-    run: Path, debate: str, b: str | None, budget: str, pool: str | None, task: str | None, seed: int, resamples: int
+    run: Path,
+    debate: str,
+    b: str | None,
+    budget: str,
+    pool: str | None,
+    task: str | None,
+    seed: int,
+    resamples: int,
+    labels: Path | None = None,
 ) -> None:
-    """``moot compare RUN DEBATE --budget tokens|calls [--pool NAME]``: vote@k tables and the equal-budget test."""
+    """``moot compare RUN DEBATE --budget UNIT [--pool NAME]``: vote@k tables and the equal-budget test."""
     from moot.analysis.budget import MEASURES, equal_budget, vote_at_k
     from moot.analysis.render import print_table
     from moot.analysis.report import AnalysisError
@@ -225,21 +271,29 @@ def _compare_budget(
         raise AnalysisError("--budget compares one debate with the pool's vote@k: give one condition, not two")
     if budget not in MEASURES:
         raise AnalysisError(f"--budget {budget!r}: one of {', '.join(MEASURES)}")
-    measure: Literal["tokens", "calls"] = "tokens" if budget == "tokens" else "calls"
-    pools = vote_at_k(run, pool, task)
-    rows = equal_budget(run, debate, pools[0].condition, measure, task=task, seed=seed, resamples=resamples)
+    measure = budget  # narrowed to a Measure by the check above
     console = _console()
-    for p in pools:
-        print_table(vote_at_k_table(p), console)
+    accuracies = _accuracies(labels, run, lambda line: console.print(line, markup=False, highlight=False))
+    rows = equal_budget(run, debate, pool, measure, task=task, seed=seed, resamples=resamples, accuracies=accuracies)
+    for name in dict.fromkeys(r.pool for r in rows if not r.unmatched):
+        for p in vote_at_k(run, name, task):
+            if any(r.pool == name and r.task == p.task for r in rows):
+                print_table(vote_at_k_table(p), console)
     print_table(equal_budget_rows_table(rows), console)
     for r in rows:
-        if r.pool_too_small:
-            console.print(
-                f"{r.task}: the pool is smaller than the debate's budget ({r.debate} uses {r.debate_cost:.1f} "
-                f"{measure}/q; vote@{r.k} {r.vote_cost:.1f}); compared with k = K = {r.k}",
-                markup=False,
-                highlight=False,
+        if r.unmatched:
+            line = (
+                f"{r.task}: no pool was sampled with {r.debate}'s round-0 request; add a vote condition of K agents "
+                "with its settings, or name one with --pool (the comparison then also measures what differs)"
             )
+        elif r.pool_too_small:
+            line = (
+                f"{r.task}: the pool is smaller than the debate's budget ({r.debate} uses {r.debate_cost:.1f} "
+                f"{measure}/q; vote@{r.k} {r.vote_cost:.1f}); compared with k = K = {r.k}"
+            )
+        else:
+            continue
+        console.print(line, markup=False, highlight=False)
 
 
 @reports_errors
@@ -257,7 +311,10 @@ def results(
     Run from the repository root. Summarises each store runs/replicate/NAME.sqlite (the output of
     examples/replicate/NAME.toml) into docs/results/NAME.csv and NAME.json and draws its accuracy-cost frontier
     as docs/results/NAME-frontier.png, then writes docs/results.md from those summaries and
-    docs/results/papers.toml (the papers' figures). Stores are read, never written.
+    docs/results/papers.toml (the papers' figures). Each reader is validated on the store's hand-labelled
+    replies (docs/results/readers/NAME.jsonl and readers/held-out/NAME.jsonl): one below 95% marks no verdict
+    fragile. Each debate is set against the vote of the pool sampled with its own round-0 request, at equal
+    tokens, completion tokens and calls. Stores are read, never written.
     """
     from moot.analysis.results import check as check_results
     from moot.analysis.results import update
@@ -276,6 +333,61 @@ def results(
         console.print(f"wrote {path}", markup=False, highlight=False)
 
 
+readers_app = typer.Typer(
+    help="The documented readers of the replies (moot's, the paper's, a strict one), checked on labelled replies.",
+    no_args_is_help=True,
+)
+
+
+@reports_errors
+def readers_check(
+    sample: Annotated[
+        Path,
+        typer.Argument(
+            help="A hand-labelled sample of a store's replies: JSON lines as benchmarks/reader_sample.py writes "
+            "them, each with its label (the answer a careful reader reads; null with a note: none)."
+        ),
+    ],
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="The store the sample was drawn from (default: runs/replicate/STORE.sqlite, STORE the "
+            "sample's own 'store').",
+        ),
+    ] = None,
+) -> None:
+    """Each reader's accuracy on the labelled replies, with a Wilson interval, and the replies it misreads.
+
+    A reader below 95% marks no verdict fragile in `moot report --labels` and `moot compare --labels`. moot's
+    reader is read with moot's current code; "stored" is the answers stored in the turns (what verdicts use).
+    """
+    from rich.table import Table
+
+    from moot.analysis.reader_check import TRUSTED, default_store, load_sample, reader_accuracy
+    from moot.cli_output import printable
+
+    results = reader_accuracy(sample, store or default_store(load_sample(sample)))
+    console = _console()
+    table = Table("reader", "replies", "agree", "accuracy", "95% CI (Wilson)", f"trusted (>= {TRUSTED:.0%})")
+    for r in results:
+        judges = "yes" if r.trusted else ("not applicable" if r.n == 0 else "no")
+        interval = f"{r.interval.low:.0%}-{r.interval.high:.0%}" if r.n else "—"
+        accuracy = f"{r.accuracy:.0%}" if r.n else "—"
+        table.add_row(r.reader, str(r.n), str(r.agreed), accuracy, interval, judges)
+    console.print(table)
+    for r in results:
+        for d in r.disagreements:
+            tail = " ".join(d.text.split())[-90:]
+            console.print(
+                printable(f"{r.reader} #{d.index}: label {d.label}, read {d.reading} :: …{tail}"),
+                markup=False,
+                highlight=False,
+            )
+
+
+readers_app.command("check")(readers_check)
+app.add_typer(readers_app, name="readers")
 app.command("report")(report)
 app.command("compare")(compare)
 app.command("results")(results)

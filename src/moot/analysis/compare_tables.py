@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from moot.analysis.budget import EqualBudget, VoteAtK, VotePool
+from moot.analysis.budget import UNITS, EqualBudget, VoteAtK, VotePool
 from moot.analysis.columns import Column, Part, Table, owned, parts, ratio, table
+from moot.analysis.differs import ALSO_DIFFERS_NOTE, POOL_DIFFERS_NOTE, also_differs
 from moot.analysis.formatting import DASH, fixed, interval, p_value
 from moot.analysis.frontier import Point, task_frontier
+from moot.analysis.gains import gains_table
 from moot.analysis.readers import (
     READERS,
     ConditionReaders,
@@ -64,6 +66,7 @@ def pairs_columns(repeated: bool, holm: bool) -> tuple[Column[PairReport], ...]:
             ),
         ),
         Column("oracle A or B", lambda p: ratio(p.accuracy.oracle, p.accuracy.oracle_n)),
+        Column("also differs", lambda p: also_differs(p.differs)),
     )
 
 
@@ -100,7 +103,8 @@ def pairs_table(task: TaskReport) -> Table:
                 f". Cochran's Q over all conditions: Q = {fixed(q.statistic, 2)}, df = {q.df}, "
                 f"p = {p_value(q.p)} (n = {q.n})"
             )
-    return table("pairs", "Paired accuracy comparisons", pairs_columns(task.repeated, holm), task.pairs, note + ".")
+    note += ". " + ALSO_DIFFERS_NOTE
+    return table("pairs", "Paired accuracy comparisons", pairs_columns(task.repeated, holm), task.pairs, note)
 
 
 SEED_PAIRS_COLUMNS: tuple[Column[SeedMcNemar], ...] = (
@@ -275,6 +279,7 @@ def comparison_tables(task: str, pair: PairReport) -> list[Table]:
     if pair.accuracy_applies:
         rows: list[tuple[str, str]] = [
             ("unit", pair.unit),
+            ("also differs", also_differs(pair.differs)),
             (f"accuracy A = {pair.a}", fixed(s.accuracy_a)),
             (f"accuracy B = {pair.b}", fixed(s.accuracy_b)),
             ("accuracy A - B (95% CI)", difference_text(s.difference, s.difference_ci.low, s.difference_ci.high)),
@@ -313,6 +318,7 @@ def comparison_tables(task: str, pair: PairReport) -> list[Table]:
                 "Exact McNemar test, exact interval of the matched odds ratio, paired percentile bootstrap of the "
                 "difference."
             )
+        note += " " + ALSO_DIFFERS_NOTE
         tables.append(
             Table("compare-accuracy", f"{pair.a} vs {pair.b} on {task}: accuracy", columns, tuple(rows), note)
         )
@@ -327,6 +333,7 @@ def comparison_tables(task: str, pair: PairReport) -> list[Table]:
                 (
                     ("metric", name),
                     ("unit", pair.unit),
+                    *(() if pair.accuracy_applies else (("also differs", also_differs(pair.differs)),)),
                     ("questions with a paired value", str(m.n)),
                     ("pairs without a value (left out)", str(m.missing)),
                     (f"mean A = {pair.a}", fixed(m.mean_a)),
@@ -338,9 +345,12 @@ def comparison_tables(task: str, pair: PairReport) -> list[Table]:
                 ),
                 "The question is the unit: d = A - B per question, averaged over the seeds where both have a "
                 "value; paired percentile bootstrap over questions; exact sign test (ties excluded) and Wilcoxon "
-                "signed-rank test (zero differences dropped) on the questions' d.",
+                "signed-rank test (zero differences dropped) on the questions' d."
+                + ("" if pair.accuracy_applies else " " + ALSO_DIFFERS_NOTE),
             )
         )
+    if pair.gains is not None:
+        tables.append(gains_table(pair.gains, short=True))
     if pair.readers is not None:
         tables.append(compare_readers_table(task, pair))
     tables.append(
@@ -402,6 +412,7 @@ VOTE_AT_K_COLUMNS: tuple[Column[VoteAtK], ...] = (
     Column("k", lambda r: str(r.k)),
     Column("accuracy", lambda r: fixed(r.accuracy)),
     Column("tokens/q", lambda r: fixed(r.tokens, 1)),
+    Column("completion/q", lambda r: fixed(r.completion, 1)),
     Column("calls/q", lambda r: fixed(r.calls, 1)),
 )
 
@@ -410,60 +421,83 @@ def vote_at_k_table(pool: VotePool) -> Table:
     """vote@k for k = 1..K of one pool on one task."""
     seeds = f", averaged over {pool.seeds} seeds" if pool.seeds > 1 else ""
     return table(
-        f"vote-at-k-{pool.task}",
+        f"vote-at-k-{pool.task}-{pool.condition}",
         f"vote@k from the pool {pool.condition!r} ({pool.agents} round-0 answers per question), {pool.task}",
         VOTE_AT_K_COLUMNS,
         pool.rows,
         f"Accuracy: the mean over {pool.questions} questions of the exact probability that a majority vote of k "
         f"answers drawn without replacement from the question's {pool.agents} is right{seeds} (ties: "
-        f"{pool.tie_rule}; unparsed answers do not vote). Tokens and calls: k/{pool.agents} of the pool's.",
+        f"{pool.tie_rule}; unparsed answers do not vote). Tokens (prompt + completion, counted alike), completion "
+        f"tokens and calls: k/{pool.agents} of the pool's.",
     )
 
 
+def _unmatched(r: EqualBudget, text: str) -> str:
+    """A cell of an equal-budget row: ``text``, or a dash where no pool matches the debate."""
+    return DASH if r.unmatched else text
+
+
 def equal_budget_columns(measure: str, readers: bool = False) -> tuple[Column[EqualBudget], ...]:
-    """A debate against the vote@k of the same budget, its cost in ``measure`` per question; ``readers``: with
-    the verdict under every reader (``EqualBudget.readers``)."""
+    """A debate against the vote@k of the same budget from the pool sampled with its own round-0 request, its
+    cost in ``measure`` per question; ``readers``: with the verdict under every reader (``EqualBudget.readers``)."""
     return (
         Column("task", lambda r: r.task),
         Column("debate", lambda r: r.debate),
-        Column(f"{measure}/q", lambda r: f"{fixed(r.debate_cost, 1)}"),
+        Column(f"{measure}/q", lambda r: fixed(r.debate_cost, 4 if measure == "cost" else 1)),
+        Column("pool", lambda r: "no matched pool" if r.unmatched else r.pool),
         Column(
             "vote@k (cost)",
-            lambda r: f"{r.k} ({fixed(r.vote_cost, 1)})" + (" pool too small" if r.pool_too_small else ""),
+            lambda r: _unmatched(
+                r,
+                f"{r.k} ({fixed(r.vote_cost, 4 if measure == 'cost' else 1)})"
+                + (" pool too small" if r.pool_too_small else ""),
+            ),
         ),
-        Column("questions", lambda r: str(r.n)),
+        Column("questions", lambda r: _unmatched(r, str(r.n))),
         Column("debate", lambda r: fixed(r.debate_accuracy)),
         Column("vote@k", lambda r: fixed(r.vote_accuracy)),
-        Column("difference", lambda r: difference_text(r.difference, r.ci.low, r.ci.high)),
-        Column("p", lambda r: p_value(r.p) + ("" if r.exact else " (MC)")),
+        Column("difference", lambda r: _unmatched(r, difference_text(r.difference, r.ci.low, r.ci.high))),
+        Column("p", lambda r: _unmatched(r, p_value(r.p) + ("" if r.exact else " (MC)"))),
         Column("Holm p", lambda r: p_value(r.holm_p)),
         *((Column("readers", lambda r: r.readers or DASH),) if readers else ()),
+        Column("also differs", lambda r: _unmatched(r, also_differs(r.differs))),
     )
 
 
 def equal_budget_rows_table(rows: Sequence[EqualBudget], key: str = "equal-budget") -> Table:
     """Each debate condition against the vote@k of the same budget: mean difference, interval, tests."""
     measure = rows[0].measure if rows else "tokens"
-    pool = rows[0].pool if rows else ""
     small = any(r.pool_too_small for r in rows)
+    unmatched = any(r.unmatched for r in rows)
     readers = any(r.readers for r in rows)
     return table(
         key,
-        f"Debate against vote@k of {pool!r} at equal {measure}",
+        f"Debate against vote@k at equal {UNITS.get(measure, measure)}",
         equal_budget_columns(measure, readers),
         rows,
-        f"vote@k: the smallest k whose {measure} per question are at least the debate's. Difference: debate - "
+        f"Budget unit: {UNITS.get(measure, measure)} per question. pool: the condition sampled with the debate's "
+        f"own round-0 request (model, messages, sampling), so that both start from the same prompt (or the one "
+        "--pool names: also differs says what else differs then). vote@k: the "
+        f"smallest k whose {measure} per question are at least the debate's. Difference: debate - "
         "vote@k per question (debate correctness averaged over seeds; vote@k its exact probability of being right), "
         "mean with paired bootstrap 95% interval over questions; p: two-sided sign-flip permutation test over "
         "questions (exact up to 20 questions, else 10,000 seeded flips, marked MC); Holm over the table."
         + (" Where the pool is smaller than the debate's budget, k = K." if small else "")
+        + (
+            " No matched pool: no pool was sampled with that debate's round-0 request, so no vote@k is set against "
+            "it (another template's pool would measure the template)."
+            if unmatched
+            else ""
+        )
         + (
             " Readers: the row re-derived with the pool's replies and the debate's final answers read by the paper's "
             "parser and the strict reader (Holm over each reader's table); robust where every reader that reads both "
             "agrees in direction and significance."
             if readers
             else ""
-        ),
+        )
+        + " "
+        + POOL_DIFFERS_NOTE,
     )
 
 

@@ -309,20 +309,42 @@ def _repeats(by_question: Mapping[object, Mapping[int, bool | None]]) -> dict[ob
 
 
 Verdict = tuple[int, bool]  # a difference's direction (-1, 0, 1) and whether its p is below 0.05
+# The validated accuracies: reader -> its accuracy on a hand-labelled sample of the store's replies
+# (``moot.analysis.reader_check``); a reader absent is unvalidated.
+Accuracies = Mapping[str, float]
+# The accuracy a reader needs on the store's labelled sample to judge a verdict: below it, the reader misreads
+# the model's replies often enough (one in twenty) that its disagreement says more about the reader than the verdict.
+TRUSTED = 0.95
 
 
-def breaking(verdicts: Sequence[tuple[str, Verdict | None]]) -> tuple[str, ...]:
+def misread(accuracies: Accuracies | None) -> tuple[str, ...]:
+    """The validated readers below ``TRUSTED``, in order."""
+    return tuple(r for r, a in (accuracies or {}).items() if not a >= TRUSTED)
+
+
+def breaking(verdicts: Sequence[tuple[str, Verdict | None]], accuracies: Accuracies | None = None) -> tuple[str, ...]:
     """The readers whose verdict differs from moot's reader's, in order (None: the reader does not apply,
-    and breaks nothing; nor does any reader where moot's does not apply). The rule of every readers column."""
+    and breaks nothing; nor does any reader where moot's does not apply, nor a reader whose validated accuracy
+    is below ``TRUSTED``: ``misread``). The rule of every readers column."""
     base = dict(verdicts).get(MOOT)
     if base is None:
         return ()
-    return tuple(reader for reader, v in verdicts if v is not None and reader != MOOT and v != base)
+    skip = misread(accuracies)
+    return tuple(r for r, v in verdicts if v is not None and r != MOOT and r not in skip and v != base)
 
 
-def robustness(breaks: Sequence[str]) -> str:
-    """ "robust", or "breaks under: paper, strict"."""
-    return "robust" if not breaks else f"breaks under: {', '.join(breaks)}"
+def robustness(breaks: Sequence[str], accuracies: Accuracies | None = None) -> str:
+    """ "robust", or "breaks under: paper, strict", then the readers that misread the model with their accuracy:
+    "robust (paper misreads this model: 61%)". The text of every readers column."""
+    text = "robust" if not breaks else f"breaks under: {', '.join(breaks)}"
+    notes = [f"{r} misreads this model: {_percent(accuracies[r])}" for r in misread(accuracies) if accuracies]
+    return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+def _percent(accuracy: float) -> str:
+    """An accuracy in percent, "61%"; where a whole percent would round up to ``TRUSTED``, one decimal rounded
+    down ("94.9%")."""
+    return f"{math.floor(accuracy * 1000) / 10:.1f}%" if round(accuracy, 2) >= TRUSTED else f"{accuracy:.0%}"
 
 
 @dataclass(frozen=True)
@@ -365,14 +387,17 @@ class PairReaders:
     b: str
     verdicts: tuple[ReaderVerdict, ...]
     adjusted: bool
+    accuracies: Accuracies | None = None  # validated on the store (``breaking``); None: unvalidated
 
     def under(self, reader: str) -> ReaderVerdict:
         return next(v for v in self.verdicts if v.reader == reader)
 
     @property
     def breaks(self) -> tuple[str, ...]:
-        """The applicable readers whose verdict (direction, significance) differs from moot's."""
-        return breaking([(v.reader, (v.direction, v.significant) if v.applies else None) for v in self.verdicts])
+        """The applicable readers whose verdict (direction, significance) differs from moot's (``breaking``)."""
+        return breaking(
+            [(v.reader, (v.direction, v.significant) if v.applies else None) for v in self.verdicts], self.accuracies
+        )
 
     @property
     def robust(self) -> bool:
@@ -380,8 +405,8 @@ class PairReaders:
 
     @property
     def summary(self) -> str:
-        """ "robust" or "breaks under: paper, strict"."""
-        return robustness(self.breaks)
+        """ "robust" or "breaks under: paper, strict" (``robustness``)."""
+        return robustness(self.breaks, self.accuracies)
 
 
 @dataclass(frozen=True)
@@ -408,9 +433,11 @@ def reader_pairs(
     adjust: bool,
     seed: int = 0,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    accuracies: Accuracies | None = None,
 ) -> tuple[PairReaders, ...]:
     """Each pair's paired comparison under each reader (``stats.compare_repeats`` on the questions both
-    answered), with Holm's adjustment over the pairs the reader applies to where ``adjust``."""
+    answered), with Holm's adjustment over the pairs the reader applies to where ``adjust``; ``accuracies``: the
+    readers' validated accuracies on the store (``breaking``)."""
     verdicts: dict[tuple[str, str], list[ReaderVerdict]] = {pair: [] for pair in pairs}
     for name, correctness in by_reader.items():
         compared: list[tuple[tuple[str, str], stats.PairedComparison]] = []
@@ -428,7 +455,7 @@ def reader_pairs(
             verdicts[pair].append(ReaderVerdict(name, comparison, p))
     order = list(by_reader)
     return tuple(
-        PairReaders(a, b, tuple(sorted(verdicts[(a, b)], key=lambda v: order.index(v.reader))), adjust)
+        PairReaders(a, b, tuple(sorted(verdicts[(a, b)], key=lambda v: order.index(v.reader))), adjust, accuracies)
         for a, b in pairs
     )
 
@@ -440,6 +467,7 @@ def task_readers(
     adjust: bool,
     seed: int = 0,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    accuracies: Accuracies | None = None,
 ) -> TaskReaders:
     """Every condition's accuracy and every pair's verdicts under each reader (see ``reader_pairs``)."""
     rows = []
@@ -450,7 +478,7 @@ def task_readers(
             value = stats.question_accuracy(list(repeats.values()), seed, resamples) if repeats else None
             accuracy.append((reader, value))
         rows.append(ConditionReaders(name, tuple(accuracy), condition_note(condition)))
-    return TaskReaders(tuple(rows), reader_pairs(by_reader, pairs, adjust, seed, resamples), adjust)
+    return TaskReaders(tuple(rows), reader_pairs(by_reader, pairs, adjust, seed, resamples, accuracies), adjust)
 
 
 def correctness_by_reader(

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from moot.analysis import stats
 from moot.analysis.budget import EqualBudget, VotePool
 from moot.analysis.calibration import Calibration, ConfidenceSpread
+from moot.analysis.differs import Differences
 from moot.analysis.formatting import percent
+from moot.analysis.gains import TaskGains
 from moot.analysis.readers import MOOT, TaskReaders
 from moot.analysis.transcripts import Transcript
 from moot.analysis.transitions import AgentChanges, Diversity, Oracle, Transitions
@@ -160,6 +162,8 @@ class PairReport:
     questions: int = 0  # questions both answered
     seeds: int = 1  # distinct seeds among them
     readers: TaskReaders | None = None  # ``moot compare``: the pair under each documented reader
+    differs: Differences | None = None  # what else A and B differ in besides the protocol (moot.analysis.differs)
+    gains: TaskGains | None = None  # ``moot compare`` of a debate and a single agent: the gain split
 
     @property
     def unit(self) -> str:
@@ -184,7 +188,11 @@ class TaskReport:
     accuracy_applies: bool = True  # False for a task scored only by its metric (biographies)
     readers: TaskReaders | None = None  # accuracy and every pair's verdict under each documented reader
     vote_pool: VotePool | None = None  # vote@k of the run's pool (``moot.analysis.budget``), where it has one
-    equal_budget: tuple[EqualBudget, ...] | None = None  # every other condition against its vote@k, in tokens
+    # vote@k of every pool the equal-budget rows use (one per round-0 request the arms start from)
+    vote_pools: tuple[VotePool, ...] = ()
+    # every other condition against the vote@k of the pool sampled with its own round-0 request, in tokens
+    equal_budget: tuple[EqualBudget, ...] | None = None
+    gains: TaskGains | None = None  # debates against single agents, split into voting and exchange
 
     @property
     def repeated(self) -> bool:

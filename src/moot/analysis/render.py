@@ -67,6 +67,7 @@ def rich_table(table: Table) -> RichTable:
 SECONDARY = {
     "overview": ("protocol", "abstained", "calls used", "tokens paid", "model time", "cost", "mean rounds", "right"),
     "equal-budget": ("task", "questions", "Holm p"),
+    "gains": ("questions", "up / down", "p"),
     "pairs": ("oracle A or B", "Holm p", "odds A better (95% CI)", "matched OR (95% CI)"),
     "efficiency": (
         "filter completion tokens",

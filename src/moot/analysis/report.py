@@ -26,7 +26,9 @@ from pathlib import Path
 
 from moot.analysis import stats
 from moot.analysis.budget import EqualBudget, Measure, VotePool
-from moot.analysis.readers import MOOT, correctness_by_reader, get_reader, reread, task_readers
+from moot.analysis.differs import ArmProfile, arm_profiles, pair_differences
+from moot.analysis.gains import GainRow, TaskGains, task_gains
+from moot.analysis.readers import MOOT, Accuracies, correctness_by_reader, get_reader, reread, task_readers
 from moot.analysis.records import ConditionReport, PairReport, Report, TaskReport
 from moot.analysis.summaries import by_question, condition_report, pair_report
 from moot.analysis.transcripts import (
@@ -91,6 +93,7 @@ def _task_report(
     seed: int,
     resamples: int,
     rereads: Mapping[ResultKey, Mapping[str, bool | None]] | None = None,
+    accuracies: Accuracies | None = None,
 ) -> TaskReport:
     results: dict[str, dict[UnitKey, Transcript]] = {n: {} for n in names}
     for t in transcripts:
@@ -118,6 +121,7 @@ def _task_report(
             len(present) >= 3,  # Holm over the task's pairs, as the pairs table
             seed,
             resamples,
+            accuracies,
         )
     cochran = None
     if len(present) >= 3:
@@ -150,10 +154,16 @@ def under_reader(t: Transcript, correct: Mapping[str, bool | None], reader: str)
 
 
 def build_report(
-    run: RunStore | Path | str, seed: int = 0, resamples: int = stats.DEFAULT_RESAMPLES, reader: str = MOOT
+    run: RunStore | Path | str,
+    seed: int = 0,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+    reader: str = MOOT,
+    accuracies: Accuracies | None = None,
 ) -> Report:
     """The report of a stored run (a path or an open store). ``seed`` and ``resamples`` fix every bootstrap;
-    ``reader`` (``moot.analysis.readers``) scores the final answers of the main tables (default: moot's own).
+    ``reader`` (``moot.analysis.readers``) scores the final answers of the main tables (default: moot's own);
+    ``accuracies``: the readers' validated accuracies on the store (``moot.analysis.reader_check``), so that a
+    reader that misreads the model breaks no verdict (``readers.breaking``).
 
     The store is read one result at a time; the statistics keep each result's lean transcript and the
     calls it used, and ``Report.transcripts`` reads the full transcripts again when iterated."""
@@ -169,12 +179,14 @@ def build_report(
         diversities = Diversities()
         measured: list[int] = []  # the transcripts with rounds whose retained diversity the report measures
         rereads: dict[ResultKey, dict[str, bool | None]] = {}  # each result's correctness under each reader
+        gain_rows: list[GainRow] = []  # each result's and its round-0 vote's correctness (moot's reading)
         for r in store.iter_results():
             rereads[r.key] = reread(r, conditions.get(r.condition))
             transcripts.append(
                 under_reader(transcript(r, conditions.get(r.condition), lean=True), rereads[r.key], reader)
             )
             used.append(used_calls(r))
+            gain_rows.append(GainRow.of(r))
             if diversities.add(r):
                 measured.append(len(transcripts) - 1)
         diversities.flush()
@@ -189,13 +201,19 @@ def build_report(
         for t in transcripts:
             by_task[t.task].append(t)
         reports = [
-            _task_report(task, names, conditions, by_task[task], paid, seed, resamples, rereads) for task in tasks
+            _task_report(task, names, conditions, by_task[task], paid, seed, resamples, rereads, accuracies)
+            for task in tasks
         ]
-        budgets = _budgets(store, conditions, seed, resamples)
+        budgets = _budgets(store, conditions, seed, resamples, accuracies)
         reports = [
-            replace(t, vote_pool=budgets[t.task][0], equal_budget=budgets[t.task][1]) if t.task in budgets else t
+            replace(t, vote_pool=budgets[t.task][0], vote_pools=budgets[t.task][1], equal_budget=budgets[t.task][2])
+            if t.task in budgets
+            else t
             for t in reports
         ]
+        reports = [replace(t, gains=_gains(t, conditions, gain_rows, seed, resamples)) for t in reports]
+        profiles = arm_profiles(store)
+        reports = [replace(t, pairs=tuple(_differing(p, t.task, profiles) for p in t.pairs)) for t in reports]
         return Report(
             name=meta.name,
             path=str(store.path),
@@ -224,31 +242,51 @@ def _counted(calls: Iterable[StoredCall], models: Counter[tuple[str, str]]) -> I
         yield call
 
 
+def _gains(
+    task: TaskReport, conditions: Mapping[str, ResolvedCondition], rows: list[GainRow], seed: int, resamples: int
+) -> TaskGains | None:
+    """The task's compared pairs of a debate and a single agent, split into voting and exchange
+    (``moot.analysis.gains``; moot's reading of the answers); None where no pair has a single agent."""
+    if not task.accuracy_applies:
+        return None
+    protocols = {name: c.protocol for name, c in conditions.items()}
+    return task_gains(task.task, [(p.a, p.b) for p in task.pairs], protocols, rows, seed, resamples)
+
+
+def _differing(pair: PairReport, task: str, profiles: Mapping[tuple[str, str], ArmProfile]) -> PairReport:
+    """``pair`` with what else its two arms differ in on ``task`` (``moot.analysis.differs``)."""
+    return replace(pair, differs=pair_differences(profiles, pair.a, pair.b, task))
+
+
 BUDGET_MEASURE: Measure = "tokens"  # the report's equal-budget comparison: debates against vote@k at equal tokens
 
 
 def _budgets(
-    store: RunStore, conditions: Mapping[str, ResolvedCondition], seed: int, resamples: int
-) -> dict[str, tuple[VotePool, tuple[EqualBudget, ...] | None]]:
-    """Per task, the vote@k of the run's pool and every other condition against its vote@k at equal tokens
+    store: RunStore,
+    conditions: Mapping[str, ResolvedCondition],
+    seed: int,
+    resamples: int,
+    accuracies: Accuracies | None = None,
+) -> dict[str, tuple[VotePool | None, tuple[VotePool, ...], tuple[EqualBudget, ...] | None]]:
+    """Per task: the vote@k of the run's default pool (the frontier's), of every pool, and every other condition
+    against the vote@k of the pool sampled with its own round-0 request at equal tokens
     (``moot.analysis.budget.equal_budget_table``, Holm over the whole table), where the run has a pool: a
-    condition of 1 round with K >= 2 agents (``default_pool``), and some other condition. Empty otherwise, or
-    where the pool cannot be read: the report never fails for it. Correctness is moot's reading of the answers."""
-    from moot.analysis.budget import default_pool, equal_budget_table
+    condition of 1 round with K >= 2 agents. Empty otherwise, or where the pools cannot be read: the report never
+    fails for it. Correctness is moot's reading of the answers."""
+    from moot.analysis.budget import default_pool, equal_budget_table, is_pool
 
-    if len(conditions) < 2 or not any(c.protocol.rounds == 1 for c in conditions.values()):
+    if len(conditions) < 2 or not any(is_pool(c) for c in conditions.values()):
         return {}
     try:
-        pool = default_pool(store)
-        if conditions[pool].protocol.agents < 2:
-            return {}
-        pools, rows = equal_budget_table(store, pool, BUDGET_MEASURE, seed, resamples)
+        default = default_pool(store)
+        pools, rows = equal_budget_table(store, None, BUDGET_MEASURE, seed, resamples, accuracies=accuracies)
     except (MootError, ValueError, KeyError, IndexError, ArithmeticError):
         return {}
-    out: dict[str, tuple[VotePool, tuple[EqualBudget, ...] | None]] = {}
-    for vote in pools:
-        mine = tuple(r for r in rows if r.task == vote.task)
-        out[vote.task] = (vote, mine or None)
+    out: dict[str, tuple[VotePool | None, tuple[VotePool, ...], tuple[EqualBudget, ...] | None]] = {}
+    for task in dict.fromkeys(p.task for p in pools):
+        mine = tuple(p for p in pools if p.task == task)
+        first = next((p for p in mine if p.condition == default), None)
+        out[task] = (first, mine, tuple(r for r in rows if r.task == task) or None)
     return out
 
 
@@ -260,9 +298,11 @@ def compare_conditions(
     seed: int = 0,
     resamples: int = stats.DEFAULT_RESAMPLES,
     reader: str = MOOT,
+    accuracies: Accuracies | None = None,
 ) -> list[tuple[str, PairReport]]:
     """The paired comparison of conditions A and B, per task (or on one ``task``); ``reader`` scores the final
-    answers of the main tables (``under_reader``), and each pair is shown under every reader beside."""
+    answers of the main tables (``under_reader``), and each pair is shown under every reader beside, judged by
+    the readers' validated ``accuracies`` on the store (``build_report``)."""
     get_reader(reader)
     store, owned = open_run(run)
     try:
@@ -275,17 +315,27 @@ def compare_conditions(
             raise AnalysisError("compare two different conditions")
         transcripts = []
         rereads: dict[ResultKey, dict[str, bool | None]] = {}
+        gain_rows: list[GainRow] = []
         for r in store.iter_results():
             if r.condition in (a, b):
                 rereads[r.key] = reread(r, conditions.get(r.condition))
                 transcripts.append(
                     under_reader(transcript(r, conditions.get(r.condition), lean=True), rereads[r.key], reader)
                 )
+                gain_rows.append(GainRow.of(r))
         tasks = list(dict.fromkeys(t.task for t in transcripts))
         if task is not None:
             if task not in tasks:
                 raise AnalysisError(f"no results for task {task!r}; tasks: {', '.join(tasks) or 'none'}")
             tasks = [task]
+        ran = {name: {t.task for t in transcripts if t.condition == name} for name in (a, b)}
+        tasks = [name for name in tasks if name in ran[a] and name in ran[b]]
+        if not tasks:  # a pair is paired on the same questions: arms of different tasks are not a pair
+            raise AnalysisError(
+                f"conditions {a!r} ({', '.join(sorted(ran[a])) or 'no results'}) and {b!r} "
+                f"({', '.join(sorted(ran[b])) or 'no results'}) ran no task in common in {store.path}"
+            )
+        profiles = arm_profiles(store)
         out = []
         for name in tasks:
             results: dict[str, dict[UnitKey, Transcript]] = {a: {}, b: {}}
@@ -303,9 +353,12 @@ def compare_conditions(
                     False,
                     seed,
                     resamples,
+                    accuracies,
                 )
-                pair = replace(pair, readers=sensitivity)
-            out.append((name, pair))
+                protocols = {n: conditions[n].protocol for n in (a, b)}
+                gains = task_gains(name, [(a, b)], protocols, gain_rows, seed, resamples)
+                pair = replace(pair, readers=sensitivity, gains=gains)
+            out.append((name, _differing(pair, name, profiles)))
         if not out or all(p.accuracy.n == 0 for _, p in out):
             raise AnalysisError(f"conditions {a!r} and {b!r} share no answered question in {store.path}")
         return out

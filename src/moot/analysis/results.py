@@ -29,10 +29,29 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 
 from moot.analysis import stats
-from moot.analysis.budget import BudgetReaders, EqualBudget, Measure, VotePool, match_budget, with_holm
+from moot.analysis.budget import (
+    BudgetReaders,
+    EqualBudget,
+    Measure,
+    Spend,
+    VotePool,
+    debate_cost,
+    match_budget,
+    unmatched_row,
+    with_holm,
+)
+from moot.analysis.differs import (
+    ALSO_DIFFERS_NOTE,
+    POOL_DIFFERS_NOTE,
+    ArmProfile,
+    also_differs,
+    arm_profiles,
+    pair_differences,
+)
 from moot.analysis.formatting import DASH, fixed, p_value, percent
 from moot.analysis.frontier import beaten_by
-from moot.analysis.readers import MOOT, READERS, PairReaders, reader_pairs
+from moot.analysis.gains import GainPart, GainSplit, NoSplit, TaskGains, carrier, split_gains
+from moot.analysis.readers import MOOT, READERS, TRUSTED, PairReaders, reader_pairs
 from moot.debate.records import FinalStatus
 from moot.errors import ConfigError, MootError
 from moot.outputs import check_output, write_output
@@ -117,8 +136,11 @@ class ResultRow(StrictModel):
     # CSV cell): the reader does not apply to the task
     correct_paper: bool | None = None
     correct_strict: bool | None = None
+    # whether the majority vote of the condition's own round-0 answers is right (``gains.round0_correct``): the
+    # voting part of a debate's gain over a single agent; None (an empty CSV cell) in summaries made before it
+    round0_correct: bool | None = None
 
-    @field_validator("correct_paper", "correct_strict", mode="before")
+    @field_validator("correct_paper", "correct_strict", "round0_correct", mode="before")
     @classmethod
     def _empty(cls, value: object) -> object:
         return None if value == "" else value
@@ -142,17 +164,47 @@ class RunFacts(StrictModel):
     models: tuple[str, ...]
     planned: int  # results a complete run holds (questions x seeds x conditions)
     conditions: tuple[str, ...]  # in the experiment's order
-    # vote@k of the run's pool per task (``moot.analysis.budget.vote_at_k``: each question's P(vote@k right)),
-    # for the equal-budget comparison; none where the run has no condition of 1 round and 2 or more agents
+    # vote@k of every pool of the run per task (``moot.analysis.budget.vote_at_k``: each question's P(vote@k
+    # right)), for the equal-budget comparison; none where the run has no condition of 1 round and 2 or more agents
     vote_pools: tuple[VotePool, ...] = ()
+    pool: str | None = None  # the run's default pool (``budget.default_pool``): the frontier's vote@k curve
+    # (task, condition, pool): the pool sampled with the condition's own round-0 request (``budget.matched_pools``;
+    # None: none was); a pool that is the largest of its kind is not listed (it is not compared with itself)
+    budget_pools: tuple[tuple[str, str, str | None], ...] = ()
+    # (condition, a single agent?, why a debate's gain over a single agent is not split or None): what the split
+    # of debate gains into voting and exchange needs of each condition (``gains.single_agent``, ``no_split_reason``)
+    roles: tuple[tuple[str, bool, str | None], ...] = ()
     # the same pools with the replies read by each other documented reader that reads them (``VotePool.reader``),
     # for the equal-budget verdicts' reader sensitivity
     reader_pools: tuple[VotePool, ...] = ()
+    # each arm's round-0 request and protocol per task (``moot.analysis.differs``): what else compared arms differ in
+    profiles: tuple[ArmProfile, ...] = ()
+    # each reader's agreement with the store's hand-labelled samples: (sample, reader, agreed, labelled replies it
+    # applies to), the samples docs/results/readers/NAME.jsonl ("labelled": moot's reader fixes were made from it)
+    # and readers/held-out/NAME.jsonl ("held-out": drawn after, none of the first's replies); moot's is the stored
+    # answers' (``reader_check.accuracies``); empty: the store has no sample
+    reader_checks: tuple[tuple[str, str, int, int], ...] = ()
+
+    def reader_counts(self) -> dict[str, tuple[int, int]]:
+        """reader -> (agreed, labelled) over every sample of the store."""
+        out: dict[str, tuple[int, int]] = {}
+        for _sample, reader, agreed, n in self.reader_checks:
+            a, m = out.get(reader, (0, 0))
+            out[reader] = (a + agreed, m + n)
+        return out
+
+    def accuracies(self) -> dict[str, float] | None:
+        """reader -> its validated accuracy on this store, over all its labelled replies (None: no sample)."""
+        counts = self.reader_counts()
+        return {r: agreed / n for r, (agreed, n) in counts.items() if n} if counts else None
 
 
 COLUMNS = tuple(ResultRow.model_fields)
-# the summaries' header before the readers' columns: a summary moot wrote then is still its own to replace
-EARLIER_COLUMNS = tuple(c for c in COLUMNS if c not in ("correct_paper", "correct_strict"))
+# the summaries' earlier headers: a summary moot wrote then is still its own to replace
+EARLIER_COLUMNS = (
+    tuple(c for c in COLUMNS if c != "round0_correct"),  # before the debate gains split (issue 55)
+    tuple(c for c in COLUMNS if c not in ("correct_paper", "correct_strict", "round0_correct")),  # before readers
+)
 
 
 def read_papers(path: Path = PAPERS) -> Papers:
@@ -168,9 +220,11 @@ def read_papers(path: Path = PAPERS) -> Papers:
 
 
 # -- summaries ---------------------------------------------------------------------------------
-def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
+def summarise(store_path: Path, labels: Mapping[str, Path] | None = None) -> tuple[RunFacts, list[ResultRow]]:
     """A run store's facts and one row per stored result, in the store's order (the order ``moot report``
-    reads them in, so that its bootstrap resamples the questions alike; the store is read, never written)."""
+    reads them in, so that its bootstrap resamples the questions alike; the store is read, never written);
+    ``labels``: hand-labelled samples of its replies by name, on which each reader is validated (``reader_check``)."""
+    from moot.analysis.gains import no_split_reason, round0_correct, single_agent
     from moot.analysis.readers import reread
     from moot.runner.store import RunStore
     from moot.runner.summary import usage, used_calls
@@ -186,7 +240,7 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
             models.add(c.model_name)
         sessions = [s for s in store.sessions() if s.made_calls]  # the run's cost: a replay adds none
         per_unit = usage(calls, [used_calls(r) for r in results], {}, lambda unit: unit)
-        pools = _vote_pools(store)
+        pools, default, matched = _vote_pools(store)
         rows = []
         for r in results:
             u = per_unit[r.key]
@@ -208,6 +262,7 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
                     paid_completion_tokens=u.completion_tokens,
                     correct_paper=readings["paper"],
                     correct_strict=readings["strict"],
+                    round0_correct=round0_correct(r.result),
                 )
             )
         facts = RunFacts(
@@ -224,25 +279,47 @@ def summarise(store_path: Path) -> tuple[RunFacts, list[ResultRow]]:
             conditions=tuple(c.name for c in meta.config.conditions),
             vote_pools=pools.get(MOOT, ()),
             reader_pools=tuple(v for reader, vs in pools.items() if reader != MOOT for v in vs),
+            pool=default,
+            budget_pools=tuple((t, c, p) for (t, c), p in matched.items()),
+            roles=tuple(
+                (name, single_agent(c.protocol), no_split_reason(c.protocol)) for name, c in conditions.items()
+            ),
+            profiles=tuple(arm_profiles(store).values()),
+            reader_checks=tuple(c for name, path in (labels or {}).items() for c in _reader_checks(name, path, store)),
         )
     finally:
         store.close()
     return facts, rows
 
 
-def _vote_pools(store: RunStore) -> dict[str, tuple[VotePool, ...]]:
-    """The run's pool per task (``budget.default_pool``), where it is a condition of 2 or more agents that has
-    stored answers, by reader (``budget.pools_by_reader``; empty: no pool)."""
-    from moot.analysis.budget import default_pool, pools_by_reader
+def _reader_checks(name: str, labels: Path, store: RunStore) -> list[tuple[str, str, int, int]]:
+    """Each reader's agreement with the labels (``reader_check.reader_accuracy``), moot's as its stored answers."""
+    from moot.analysis.reader_check import STORED, reader_accuracy
+
+    checked = {a.reader: a for a in reader_accuracy(labels, store)}
+    moot = checked.pop(STORED, None)
+    checked.pop(MOOT, None)  # moot's current code: the stored answers are what the verdicts rest on
+    rows = [] if moot is None else [(name, MOOT, moot.agreed, moot.n)]
+    return rows + [(name, r, a.agreed, a.n) for r, a in checked.items() if a.n]
+
+
+def _vote_pools(
+    store: RunStore,
+) -> tuple[dict[str, tuple[VotePool, ...]], str | None, dict[tuple[str, str], str | None]]:
+    """The run's pools per task by reader (``budget.pools_by_reader``), its default pool (``budget.default_pool``,
+    where it is a pool) and the pool each condition is matched to (``budget.matched_pools``); empty where the run
+    has no pool with stored answers."""
+    from moot.analysis.budget import default_pool, is_pool, matched_pool_names, pools_by_reader
     from moot.analysis.report import AnalysisError
 
     try:
         pool = default_pool(store)
-        if store.conditions()[pool].protocol.agents < 2:
-            return {}
-        return pools_by_reader(store, pool)
-    except AnalysisError:  # no condition of 1 round, or the pool has no stored answers yet
-        return {}
+        if not any(is_pool(c) for c in store.conditions().values()):
+            return {}, None, {}
+        default = pool if is_pool(store.conditions()[pool]) else None
+        return pools_by_reader(store), default, matched_pool_names(store)
+    except AnalysisError:  # no condition of 1 round, or no pool has stored answers yet
+        return {}, None, {}
 
 
 def rows_csv(rows: Iterable[ResultRow]) -> str:
@@ -303,6 +380,8 @@ class Comparison:
     paper_difference: float | None  # from the paper's figures
     paper_direction: Direction | None = None  # stated in words, where the paper has no figures for the pair
     readers: PairReaders | None = None  # the verdict under each documented reader (Holm over the same family)
+    split: GainSplit | None = None  # a debate against a single agent: its difference as voting and exchange
+    differs: str = DASH  # what else the two arms differ in besides the protocol (``differs.also_differs``)
 
     @property
     def robustness(self) -> str:
@@ -330,7 +409,11 @@ class Comparison:
         same = self.paired.difference * way > 0
         if not same:
             return "no, reversed" if self.paired.difference != 0 else "no, no difference"
-        return "yes" if self.holm_p < 0.05 else "direction only"
+        verdict = "yes" if self.holm_p < 0.05 else "direction only"
+        if self.split is None:
+            return verdict
+        part = carrier(self.split, way)
+        return f"{verdict}; {'carried by ' + part if part != 'neither' else 'neither part alone'}"
 
 
 @dataclass(frozen=True)
@@ -340,9 +423,14 @@ class TaskFigures:
     seeds: tuple[int, ...]
     conditions: tuple[ConditionFigures, ...]
     comparisons: tuple[Comparison, ...]
-    pool: VotePool | None = None
-    equal_budget: tuple[EqualBudget, ...] = ()  # every other condition against the pool's vote@k, in tokens
-    budget_readers: tuple[BudgetReaders, ...] = ()  # each equal-budget row under every reader, in its order
+    pool: VotePool | None = None  # the default pool: the frontier's vote@k curve
+    # every other condition against the vote@k of the pool sampled with its own round-0 request, in tokens
+    equal_budget: tuple[EqualBudget, ...] = ()
+    budget_readers: tuple[BudgetReaders, ...] = ()  # each matched equal-budget row under every reader, in its order
+    pools: tuple[VotePool, ...] = ()  # every pool of the task
+    # the equal-budget rows in completion tokens and in calls (``OTHER_MEASURES``)
+    other_budgets: tuple[tuple[EqualBudget, ...], ...] = ()
+    gains: TaskGains | None = None  # each debate against a single agent, split into voting and exchange
 
 
 def _by_question(rows: Iterable[ResultRow]) -> dict[str, Repeats]:
@@ -394,41 +482,76 @@ def by_reader(
 
 
 BUDGET_MEASURE: Measure = "tokens"  # as ``moot report``'s equal-budget table
+OTHER_MEASURES: tuple[Measure, ...] = ("completion", "calls")  # the same rows in the other units the summaries give
 
 
-def equal_budget_rows(pool: VotePool, by_condition: Mapping[str, Sequence[ResultRow]]) -> tuple[EqualBudget, ...]:
-    """Every condition but the pool against the vote@k of the same tokens per question, from the summary
-    rows alone (``budget.match_budget``, with the seed and resamples of the rest of the document), Holm's
-    adjustment over the task's rows: the figures ``moot report`` and ``moot compare --budget`` give. Under the
-    pool's reader (``VotePool.reader``): a condition's correctness as that reader reads it; a condition the
-    reader does not read is left out."""
+def equal_budget_rows(
+    pools: Sequence[VotePool],
+    match: Mapping[str, str | None],
+    by_condition: Mapping[str, Sequence[ResultRow]],
+    measure: Measure = BUDGET_MEASURE,
+) -> tuple[EqualBudget, ...]:
+    """Every condition ``match`` names against the vote@k of the pool sampled with its own round-0 request
+    (``match``: condition -> pool, None where no pool was; ``pools``: one task's, under one reader) at equal
+    ``measure`` per question, from the summary rows alone (``budget.match_budget``, with the seed and resamples
+    of the rest of the document), Holm's adjustment over the task's rows: the figures ``moot report`` and ``moot
+    compare --budget`` give. A condition no pool matches has a row without figures; under a reader that does not
+    read a condition (or its pool), the condition is left out."""
+    by_name = {p.condition: p for p in pools}
+    reader = pools[0].reader if pools else MOOT
     rows = []
     for name, results in by_condition.items():
-        if name == pool.condition or not results:
+        if name not in match or not results:
             continue
-        debates: dict[str, list[tuple[bool, int, int]]] = {}
+        debates: dict[str, list[tuple[bool, Spend]]] = {}
         for r in results:
-            right = r.correct_under(pool.reader)
+            right = r.correct_under(reader)
             if right is None:
                 break
-            debates.setdefault(r.question_id, []).append((right, r.prompt_tokens + r.completion_tokens, r.calls))
+            spend = Spend(r.calls, r.prompt_tokens, r.completion_tokens)
+            debates.setdefault(r.question_id, []).append((right, spend))
         else:
-            rows.append(match_budget(pool, name, debates, BUDGET_MEASURE, SEED, RESAMPLES))
+            pool = match[name]
+            if pool is None:
+                if reader == MOOT:
+                    rows.append(unmatched_row(name, results[0].task, measure, debate_cost(debates, measure)))
+            elif pool in by_name:
+                rows.append(match_budget(by_name[pool], name, debates, measure, SEED, RESAMPLES))
     return tuple(with_holm(rows))
 
 
 def budget_readers(
-    rows: Sequence[EqualBudget], pools: Sequence[VotePool], by_condition: Mapping[str, Sequence[ResultRow]]
+    rows: Sequence[EqualBudget],
+    pools: Sequence[VotePool],
+    match: Mapping[str, str | None],
+    by_condition: Mapping[str, Sequence[ResultRow]],
+    accuracies: Mapping[str, float] | None = None,
 ) -> tuple[BudgetReaders, ...]:
-    """Each of moot's equal-budget ``rows`` re-derived under every reader that reads the pool (``pools``: the
-    task's pool as each reader reads it, ``RunFacts.reader_pools``)."""
-    under = {p.reader: {e.debate: e for e in equal_budget_rows(p, by_condition)} for p in pools}
+    """Each of moot's equal-budget ``rows`` re-derived under every reader that reads the pools (``pools``: the
+    task's pools as each reader reads them, ``RunFacts.reader_pools``)."""
+    readers = dict.fromkeys(p.reader for p in pools)
+    under = {
+        reader: {e.debate: e for e in equal_budget_rows([p for p in pools if p.reader == reader], match, by_condition)}
+        for reader in readers
+    }
     return tuple(
         BudgetReaders(
-            e.debate, ((MOOT, e), *((r, under[r].get(e.debate) if r in under else None) for r in READERS if r != MOOT))
+            e.debate,
+            ((MOOT, e), *((r, under[r].get(e.debate) if r in under else None) for r in READERS if r != MOOT)),
+            accuracies,
         )
         for e in rows
+        if not e.unmatched
     )
+
+
+def _budget_match(facts: RunFacts, task: str) -> dict[str, str | None]:
+    """Condition -> its matched pool on ``task``; a summary written before pools were matched compares every
+    condition but the pool with its one pool."""
+    if facts.budget_pools:
+        return {c: p for t, c, p in facts.budget_pools if t == task}
+    pool = next((v.condition for v in facts.vote_pools if v.task == task), None)
+    return {} if pool is None else {c: pool for c in facts.conditions if c != pool}
 
 
 def _stated(paper: Paper) -> dict[tuple[str, str], Claim]:
@@ -452,19 +575,35 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
     pairs = [(c, base) for c in names if c != base] if base is not None and base in by_condition else []
     pairs += [p for p in stated if p not in pairs and p[0] in by_condition and p[1] in by_condition]
     paired = [compare(by_condition[a], by_condition[b]) for a, b in pairs]
+    profiles = {(a.condition, a.task): a for a in facts.profiles}
+    gains = _gains(facts, task, pairs, mine)
+    splits = {(g.debate, g.single): g for g in gains.splits} if gains is not None else {}
     adjusted = stats.holm([p.mcnemar_p for p in paired]) if paired else []
-    sensitivity = reader_pairs(by_reader(by_condition), pairs, True, SEED, RESAMPLES) if pairs else ()
+    checked = facts.accuracies()
+    sensitivity = reader_pairs(by_reader(by_condition), pairs, True, SEED, RESAMPLES, checked) if pairs else ()
     comparisons: list[Comparison] = []
     for (a, b), p, h, r in zip(pairs, paired, adjusted, sensitivity):
         difference = None
         if a in paper_accuracy and b in paper_accuracy:
             difference = paper_accuracy[a] - paper_accuracy[b]
         claim = stated.get((a, b))
-        comparisons.append(Comparison(a, b, p, h, difference, None if claim is None else claim.direction, r))
-    pool = next((v for v in facts.vote_pools if v.task == task), None)
-    budget = () if pool is None else equal_budget_rows(pool, by_condition)
-    readers = budget_readers(budget, [v for v in facts.reader_pools if v.task == task], by_condition)
-    budget = tuple(replace(e, readers=r.summary) for e, r in zip(budget, readers))
+        split = splits.get((a, b))
+        direction = None if claim is None else claim.direction
+        also = also_differs(pair_differences(profiles, a, b, task)) if profiles else DASH
+        comparisons.append(Comparison(a, b, p, h, difference, direction, r, split, also))
+    pools = [v for v in facts.vote_pools if v.task == task]
+    default = facts.pool if facts.budget_pools else (pools[0].condition if pools else None)
+    pool = next((v for v in pools if v.condition == default), None)
+    match = _budget_match(facts, task)
+    budget = equal_budget_rows(pools, match, by_condition)
+    readers = budget_readers(budget, [v for v in facts.reader_pools if v.task == task], match, by_condition, checked)
+    summaries = {r.debate: r.summary for r in readers}
+    budget = tuple(replace(e, readers=summaries.get(e.debate, DASH)) for e in budget)
+    profiles = {(a.condition, a.task): a for a in facts.profiles}
+    budget = tuple(
+        replace(e, differs=pair_differences(profiles, e.debate, e.pool, task, ignore=("agents",))) for e in budget
+    )
+    others = tuple(equal_budget_rows(pools, match, by_condition, m) for m in OTHER_MEASURES)
     return TaskFigures(
         task,
         len({r.question_id for r in mine}),
@@ -474,7 +613,22 @@ def task_figures(paper: Paper, facts: RunFacts, rows: Sequence[ResultRow], task:
         pool,
         budget,
         readers,
+        tuple(pools),
+        others,
+        gains,
     )
+
+
+def _gains(facts: RunFacts, task: str, pairs: Sequence[tuple[str, str]], rows: Sequence[ResultRow]) -> TaskGains | None:
+    """The compared pairs whose second side is a single agent, split into voting and exchange (``gains``); None
+    where no pair is against a single agent, or the summary predates the split (no roles, no round-0 votes)."""
+    roles = {name: (single, reason) for name, single, reason in facts.roles}
+    wanted = [(a, b) for a, b in pairs if roles.get(b, (False, None))[0] and not roles.get(a, (True, None))[0]]
+    if not wanted or any(r.round0_correct is None for r in rows):
+        return None
+    split = [(a, b) for a, b in wanted if roles[a][1] is None]
+    unsplit = tuple(NoSplit(task, a, b, str(roles[a][1])) for a, b in wanted if roles[a][1] is not None)
+    return TaskGains(task, split_gains(rows, split, SEED, RESAMPLES), unsplit)
 
 
 # -- the document -----------------------------------------------------------------------------------
@@ -578,6 +732,7 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 p_value(c.holm_p),
                 c.verdict,
                 c.robustness,
+                c.differs,
             ]
             for c in ranked
         ]
@@ -591,12 +746,15 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
                 "Holm p",
                 "reproduces",
                 "readers",
+                "also differs",
             ],
             body,
-            [False, True, True, True, True, True, False, False],
+            [False, True, True, True, True, True, False, False, False],
             drop,
         )
+        lines += ["", ALSO_DIFFERS_NOTE]
         lines += ["", _readers_line(t)]
+        lines += _gains_lines(t)
     lines += _budget_lines(t)
     notes = [f for f in paper_accuracy.values() if f.note]
     sources = sorted({f.where for f in paper_accuracy.values()})
@@ -614,6 +772,41 @@ def _task_section(paper: Paper, t: TaskFigures) -> list[str]:
     return lines + [""]
 
 
+def _part(part: GainPart) -> str:
+    """A part of a debate's gain in points, with its interval and Holm p."""
+    ci = part.comparison.difference_ci
+    return f"{_points(part.difference)} [{fixed(100 * ci.low, 1)}, {fixed(100 * ci.high, 1)}], Holm p {p_value(part.holm_p)}"
+
+
+def _gains_lines(t: TaskFigures) -> list[str]:
+    """Each debate's difference from the single agent in two parts: voting and exchange (``gains``)."""
+    if t.gains is None or not (t.gains.splits or t.gains.unsplit):
+        return []
+    lines = []
+    if t.gains.splits:
+        lines += [
+            "",
+            "Each debate's difference from the single agent in two parts, paired on the same questions: voting (the "
+            "majority vote of the debate's own round-0 answers − single) and exchange (the debate − that vote); "
+            "they sum to the total. Each with its paired bootstrap 95% interval and Holm p (over both parts of every "
+            'debate in the table; the totals are the table above). "Reproduces" says which part carries the '
+            "paper's effect: the part that goes the paper's way with Holm p < 0.05.",
+            "",
+        ]
+        body = [
+            [f"{g.debate} − {g.single}", _points(g.total.difference), _part(g.voting), _part(g.exchange)]
+            for g in t.gains.splits
+        ]
+        lines += _table(
+            ["difference", "total (points)", "voting: round-0 vote − single", "exchange: debate − round-0 vote"],
+            body,
+            [False, True, True, True],
+        )
+    if t.gains.unsplit:
+        lines += ["", "Not split: " + "; ".join(f"{u.debate} ({u.reason})" for u in t.gains.unsplit) + "."]
+    return lines
+
+
 def _frontier(t: TaskFigures) -> dict[str, str]:
     """Each condition's place on the accuracy-tokens frontier of its task (``frontier.beaten_by``), the pool's
     vote@k points included: "yes", or the cheapest point that beats it."""
@@ -626,47 +819,103 @@ def _frontier(t: TaskFigures) -> dict[str, str]:
     return {c.name: "yes" if b is None else f"no: {names[b]}" for c, b in zip(t.conditions, beaten)}
 
 
+def _budget_cells(e: EqualBudget) -> list[str]:
+    """k, the equal-budget difference with its interval, and Holm p of one row (dashes where no pool matches)."""
+    if e.unmatched:
+        return [DASH, DASH, DASH]
+    return [
+        f"{e.k}{' (pool too small)' if e.pool_too_small else ''}",
+        f"{_points(e.difference)} [{fixed(100 * e.ci.low, 1)}, {fixed(100 * e.ci.high, 1)}]",
+        p_value(e.holm_p),
+    ]
+
+
 def _budget_lines(t: TaskFigures) -> list[str]:
-    """Each condition against self-consistency at equal tokens: the table of ``moot compare --budget tokens``."""
-    pool = t.pool
-    if pool is None or not t.equal_budget:
+    """Each condition against self-consistency from its own round-0 request at equal tokens: the table of ``moot
+    compare --budget tokens``, then the same rows in completion tokens and in calls."""
+    if not t.pools or not t.equal_budget:
         return []
+    kinds = len({e.pool for e in t.equal_budget if not e.unmatched})
     lines = [
         "",
-        f"At equal budget: each condition against the majority vote of k of {pool.condition}'s {pool.agents} "
-        "round-0 answers, k the smallest whose tokens per question are at least the condition's, on the questions "
-        "both have (n; vote@k exact over all k-subsets; a sign-flip test over questions, Holm over the table):",
+        "At equal budget: each condition against the majority vote of k answers of the pool sampled with its own "
+        "round-0 request (the same model, messages and sampling, read from the stored requests), k the smallest "
+        "whose tokens per question (prompt and completion, counted alike) are at least the condition's, on the "
+        "questions both have (n; vote@k exact over all k-subsets; a sign-flip test over questions, Holm over the "
+        f"table){'; the run has a pool for each of ' + str(kinds) + ' first requests' if kinds > 1 else ''}:",
         "",
     ]
-    body = [
-        [
-            e.debate,
-            str(e.n),
-            f"{e.debate_cost:,.0f}",
-            f"{e.k}{' (pool too small)' if e.pool_too_small else ''}",
-            f"{e.vote_cost:,.0f}",
-            percent(e.debate_accuracy),
-            percent(e.vote_accuracy),
-            f"{_points(e.difference)} [{fixed(100 * e.ci.low, 1)}, {fixed(100 * e.ci.high, 1)}]",
-            p_value(e.p),
-            p_value(e.holm_p),
-            e.readers,
-        ]
-        for e in t.equal_budget
-    ]
+    body = []
+    for e in t.equal_budget:
+        k, difference, holm = _budget_cells(e)
+        body.append(
+            [
+                e.debate,
+                "no matched pool" if e.unmatched else e.pool,
+                DASH if e.unmatched else str(e.n),
+                f"{e.debate_cost:,.0f}",
+                k,
+                DASH if e.unmatched else f"{e.vote_cost:,.0f}",
+                DASH if e.unmatched else percent(e.debate_accuracy),
+                DASH if e.unmatched else percent(e.vote_accuracy),
+                difference,
+                DASH if e.unmatched else p_value(e.p),
+                holm,
+                e.readers or DASH,
+                DASH if e.unmatched else also_differs(e.differs),
+            ]
+        )
     lines += _table(
-        ["condition", "n", "tokens/q", "k", "vote@k tokens/q", "accuracy", "vote@k accuracy",
-         "equal budget (points)", "sign-flip p", "Holm p", "readers"],
+        ["condition", "pool", "n", "tokens/q", "k", "vote@k tokens/q", "accuracy", "vote@k accuracy",
+         "equal budget (points)", "sign-flip p", "Holm p", "readers", "also differs"],
         body,
-        [False, *[True] * 9, False],
+        [False, False, *[True] * 9, False, False],
     )  # fmt: skip
-    short = [e.debate for e in t.equal_budget if e.pool_too_small]
+    lines += ["", POOL_DIFFERS_NOTE]
+    sizes = {p.condition: p.agents for p in t.pools}
+    short = [e for e in t.equal_budget if e.pool_too_small]
     if short:
         lines += [
             "",
-            f"{', '.join(short)} cost{'s' if len(short) == 1 else ''} more than all {pool.agents} answers of the pool: "
-            f"compared with vote@{pool.agents}, the most the pool reaches (a larger pool answers at equal budget).",
+            ", ".join(f"{e.debate} (vote@{sizes.get(e.pool, e.k)} of {e.pool})" for e in short)
+            + f" cost{'s' if len(short) == 1 else ''} more than all the answers of the pool: compared with the "
+            "whole pool, the most it reaches (a larger pool answers at equal budget).",
         ]
+    unmatched = [e.debate for e in t.equal_budget if e.unmatched]
+    if unmatched:
+        lines += [
+            "",
+            f"No matched pool: {', '.join(unmatched)} start{'s' if len(unmatched) == 1 else ''} from a request no "
+            "pool of the run was sampled with, so no vote is set against "
+            f"{'it' if len(unmatched) == 1 else 'them'} (another request's pool would measure the prompt, not the "
+            "protocol).",
+        ]
+    if t.other_budgets and any(t.other_budgets):
+        lines += [
+            "",
+            "The same rows at equal completion tokens (prompt tokens, which an engine's prefix cache mostly reuses, "
+            "left out) and at equal calls:",
+            "",
+        ]
+        completion, calls = ({e.debate: e for e in rows} for rows in t.other_budgets)
+        body = []
+        for e in t.equal_budget:
+            c, n = completion.get(e.debate), calls.get(e.debate)
+            body.append(
+                [
+                    e.debate,
+                    DASH if c is None else f"{c.debate_cost:,.0f}",
+                    *(_budget_cells(c) if c is not None else [DASH] * 3),
+                    DASH if n is None else fixed(n.debate_cost, 1),
+                    *(_budget_cells(n) if n is not None else [DASH] * 3),
+                ]
+            )
+        lines += _table(
+            ["condition", "completion/q", "k", "equal completion (points)", "Holm p", "calls/q", "k",
+             "equal calls (points)", "Holm p"],
+            body,
+            [False, *[True] * 8],
+        )  # fmt: skip
     broken = [
         f"{r.debate}: "
         + "; ".join(f"{reader} {_points(e.difference)}, Holm p {p_value(e.holm_p)}" for reader, e in r.rows if e)
@@ -712,6 +961,35 @@ def _readers_line(t: TaskFigures) -> str:
     return line + "."
 
 
+def _draws_frontier(facts: RunFacts) -> bool:
+    """The document shows the store's frontier picture: it has a default pool to draw vote@k from (a summary made
+    before pools were matched: any pool)."""
+    return facts.pool is not None if facts.budget_pools else bool(facts.vote_pools)
+
+
+def _validation_lines(file: str, facts: RunFacts) -> list[str]:
+    """Each reader's accuracy on the store's hand-labelled replies, and which of them may judge a verdict."""
+    if not facts.reader_checks:
+        return []
+    names = {MOOT: "moot's stored answers", "paper": "the paper's parser", "strict": "the strict reader"}
+    held = {r: (agreed, n) for sample, r, agreed, n in facts.reader_checks if sample == "held-out"}
+    parts = []
+    for r, (agreed, n) in facts.reader_counts().items():
+        out = f" ({held[r][0]}/{held[r][1]} of the held-out ones)" if r in held else ""
+        verdict = "" if agreed / n >= TRUSTED else ", misreads this model"
+        parts.append(f"{names.get(r, r)} {agreed}/{n}, {percent(agreed / n)}{out}{verdict}")
+    link = f"[readers/{file}.jsonl]({SUMMARIES.name}/readers/{file}.jsonl)"
+    if held:
+        link += f" and [readers/held-out/{file}.jsonl]({SUMMARIES.name}/readers/held-out/{file}.jsonl)"
+    return [
+        f"Readers validated on the hand-labelled replies of {link} (each labelled with the answer a careful person "
+        f"reads; moot's reader fixes were made from the first sample, the held-out one was drawn after): "
+        f"{'; '.join(parts)}. A reader below {percent(TRUSTED)} does not mark a verdict fragile (the readers "
+        "columns name it with its accuracy).",
+        "",
+    ]
+
+
 def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | None) -> list[str]:
     lines = [f"## {paper.title}", ""]
     lines.append(f"`moot run {EXPERIMENTS / paper.file}.toml` then `moot report {STORES / paper.file}.sqlite`.")
@@ -724,20 +1002,27 @@ def _paper_section(paper: Paper, summary: tuple[RunFacts, list[ResultRow]] | Non
     else:
         facts, rows = summary
         lines += [
-            f"moot's run: {_status(facts, rows)}; model {', '.join(facts.models) or DASH}; wall time "
-            f"{_hours(facts.wall_s)} over {facts.sessions} session{'s' if facts.sessions != 1 else ''}"
+            f"moot's run: {_status(facts, rows)}; model {', '.join(facts.models) or DASH}; "
             + (
-                f" (and {facts.copied_calls:,} calls copied from other runs' stores, their time not counted)"
+                f"wall time {_hours(facts.wall_s)} over {facts.sessions} session{'s' if facts.sessions != 1 else ''}"
+                if facts.sessions
+                else "no call of its own"
+            )
+            + (
+                f" ({'and ' if facts.sessions else 'every one of its '}{facts.copied_calls:,} calls copied from other "
+                "runs' stores, their time not counted)"
                 if facts.copied_calls
                 else ""
             )
             + f"; moot {facts.moot_version}.",
             "",
         ]
+        lines += _validation_lines(paper.file, facts)
         for task in dict.fromkeys(r.task for r in rows):
             lines += _task_section(paper, task_figures(paper, facts, rows, task))
-        if facts.vote_pools:
-            pools = ", ".join(sorted({f"{v.condition}'s {v.agents}" for v in facts.vote_pools}))
+        if _draws_frontier(facts):
+            drawn = [v for v in facts.vote_pools if v.condition == (facts.pool or facts.vote_pools[0].condition)]
+            pools = ", ".join(sorted({f"{v.condition}'s {v.agents}" for v in drawn}))
             lines += [
                 f"![Accuracy-cost frontier of {paper.file}]({SUMMARIES.name}/{picture_name(paper.file)})",
                 "",
@@ -766,7 +1051,15 @@ direction it states in words, marked "stated"): "yes" where it does with Holm p 
 where it does without, "no" where it does not. "Readers" re-derives each verdict from the stored replies
 under the documented readers of the final answers (moot's, the paper's own parser, a strict one), with no
 model call: "robust" where every applicable reader gives the same direction and significance, else the
-readers that break it. calls/q and tokens/q are what one question's debate used
+readers that break it; each reader is first checked on hand-labelled replies of the store, and one that
+reads fewer than 95% of them right breaks no verdict (the column names it with its accuracy). Where a
+debate is compared with a single agent, its difference is split into voting (the vote of its own round-0
+answers - single) and exchange (the debate - that vote), and "reproduces" says which part carries the
+paper's effect. "Also differs" names what else the two arms of a row differ in besides the protocol
+(model, sampling, system message, template, agents, tie rule, helper model), read from the stored
+requests. At equal budget each arm is set against a vote of answers sampled with its own first request,
+in tokens (prompt and completion counted alike), then in completion tokens and in calls. calls/q and
+tokens/q are what one question's debate used
 (round 0 shared with another condition included); paid calls are the calls stored under the condition;
 unparsed counts the questions left with no readable final answer (scored wrong), errors those where
 a model call failed.
@@ -822,8 +1115,12 @@ def fresh_summaries(papers: Papers, paths: Paths) -> dict[str, tuple[str, str]]:
     for p in papers.paper:
         store = paths.stores / f"{p.file}.sqlite"
         if store.exists():
+            samples = {
+                "labelled": paths.summaries / "readers" / f"{p.file}.jsonl",
+                "held-out": paths.summaries / "readers" / "held-out" / f"{p.file}.jsonl",
+            }
             try:
-                facts, rows = summarise(store)
+                facts, rows = summarise(store, {k: v for k, v in samples.items() if v.exists()})
             except MootError as exc:
                 raise MootError(f"{store}: {exc}") from None
             experiment = paths.experiments / f"{p.file}.toml"
@@ -881,7 +1178,7 @@ def update(paths: Paths = Paths()) -> list[Path]:
     for file, (facts, rows) in fresh_summaries(papers, paths).items():
         for suffix, text, firsts in (
             (".json", facts, ("{",)),
-            (".csv", rows, (",".join(COLUMNS), ",".join(EARLIER_COLUMNS))),
+            (".csv", rows, (",".join(COLUMNS), *(",".join(c) for c in EARLIER_COLUMNS))),
         ):
             target = paths.summaries / f"{file}{suffix}"
             _write(target, text, any(_ours(target, first) for first in firsts))
@@ -916,6 +1213,6 @@ def check(paths: Paths = Paths()) -> list[str]:
     for p in papers.paper:  # a picture's bytes depend on matplotlib's version: it is checked to be there
         summary = read_summary(paths.summaries, p.file)
         picture = paths.summaries / picture_name(p.file)
-        if summary is not None and summary[0].vote_pools and not picture.exists():
+        if summary is not None and _draws_frontier(summary[0]) and not picture.exists():
             problems.append(f"{picture} is missing (the document shows it): run `moot results` where the store is")
     return problems

@@ -45,6 +45,7 @@ from moot.analysis.compare_tables import (
     vote_at_k_table,
 )
 from moot.analysis.formatting import DASH, fixed, interval, percent
+from moot.analysis.gains import gains_table
 from moot.analysis.records import BestRound, ConditionReport, Efficiency, ReplyCounts, Report, TaskReport
 from moot.analysis.stats import MetricSummary, SeedSpread
 from moot.analysis.transitions import AgentChanges, Diversity, Oracle, Transitions
@@ -614,8 +615,10 @@ def sections(report: Report) -> list[Section]:
             tables.append(pairs_table(task))
             if task.repeated:
                 tables.append(seed_pairs_table(task))
-        if task.accuracy_applies and task.vote_pool is not None:
-            tables.append(vote_at_k_table(task.vote_pool))
+        if task.gains is not None:
+            tables.append(gains_table(task.gains))
+        if task.accuracy_applies and task.vote_pools:
+            tables.extend(vote_at_k_table(pool) for pool in task.vote_pools)
             if task.equal_budget:
                 tables.append(equal_budget_rows_table(task.equal_budget))
             tables.append(frontier_table(task))

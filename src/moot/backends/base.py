@@ -80,7 +80,10 @@ class Sample:
     server reports it, else counted by its tokenizer; None when unknown). ``endpoint`` is the server that
     answered it (an ``openai`` backend's endpoint: its URL, credentials masked); None for the other backends
     and for samples stored before moot recorded it. ``batch`` is the provider batch that answered it (the
-    ``openai`` backend's batch mode: priced at ``[prices]``' batch share); None for a live call."""
+    ``openai`` backend's batch mode: priced at ``[prices]``' batch share); None for a live call.
+    ``cached_tokens`` is how many of ``prompt_tokens`` the server had cached, as it reports them
+    (``usage.prompt_tokens_details.cached_tokens``: OpenAI, vLLM, llama-server; priced at ``[prices]``'
+    ``cached_prompt``); None where it reports none, and for samples stored before moot recorded it."""
 
     text: str
     finish_reason: str
@@ -92,6 +95,7 @@ class Sample:
     reasoning: str | None = None
     reasoning_tokens: int | None = None
     batch: str | None = None
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True)

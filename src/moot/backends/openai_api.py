@@ -135,10 +135,15 @@ class _Details(_Strict):
     reasoning_tokens: _Count | None = None
 
 
+class _PromptDetails(_Strict):
+    cached_tokens: _Count | None = None  # prompt tokens the server had cached (OpenAI, vLLM, llama-server)
+
+
 class _Usage(_Strict):
     prompt_tokens: _Count = 0
     completion_tokens: _Count = 0
     completion_tokens_details: _Details | None = None
+    prompt_tokens_details: _PromptDetails | None = None
 
 
 class _Completion(_Strict):
@@ -498,6 +503,7 @@ class OpenAIBackend:
             self._prefixes.remember(request.messages, text, answering)
         details = usage.completion_tokens_details if usage else None
         reasoning_tokens = details.reasoning_tokens if details else None
+        cached = usage.prompt_tokens_details if usage else None
         if reasoning is not None and reasoning_tokens is None:
             reasoning_tokens = await self.count_tokens(reasoning)
         if record is not None and usage is not None:
@@ -513,6 +519,7 @@ class OpenAIBackend:
             reasoning=reasoning,
             reasoning_tokens=reasoning_tokens,
             batch=batch,
+            cached_tokens=cached.cached_tokens if cached else None,
         )
 
     async def _batched(

@@ -18,7 +18,10 @@ that states a value wins):
 - a rating of the reply: "I'll rate it as 7/10"; a line "Rating: 9"; "confident: 10";
 - removed without a value (they state no single confidence): "between 8 and 10" after the noun, a
   hedge "not 100% confident", and a mention of the scale, "on a scale from 0 to 10" (with a following
-  "with 10 being ..." clause).
+  "with 10 being ..." clause);
+- removed without a value, in a reply that states no confidence: the confidence line with its label
+  miswritten, a capitalised word other than an answer's name and a value on the scale ending the reply
+  ("842 - 28 = 814 Terror: 10"; "Total: 7" and "Answer: 7" stay the answer).
 
 How a stated value is read onto the 0..scale range (scale 10 in Zhu et al.):
 
@@ -105,6 +108,15 @@ _SCALE_MENTION = re.compile(
     re.IGNORECASE,
 )
 _STATEMENTS = (_NOUN_FIRST, _VALUE_FIRST, _AS_MY_CONFIDENCE, _RATE_IT, _LABEL, _HEDGE, _SCALE_MENTION)
+# "Terror: 10" ending a reply that states no confidence: the confidence line, mislabelled
+_MISLABELLED = re.compile(r"(?<![\w*])\**(?P<label>[A-Z][a-z]+)\**\s*:\s*\**(?P<value>\d+(?:\.\d+)?)\**\.?\s*$")
+_ANSWER_WORDS = frozenset(
+    re.findall(
+        r"\w+",
+        "answer answers ans result results solution calculation computation response number sum total value final "
+        "output difference product equals",
+    )
+)
 
 
 @template
@@ -178,6 +190,8 @@ def split_confidence(text: str, scale: int) -> tuple[str, float | None]:
     The value is read onto 0..``scale`` as the module's docstring says; out of range is None.
     """
     statements = _statements(text)
+    if not any(_stated(m) for m in statements):
+        text = _without_mislabelled(text, scale)
     if not statements:
         return text, None
     valued = [m for m in statements if _stated(m)]
@@ -192,6 +206,15 @@ def split_confidence(text: str, scale: int) -> tuple[str, float | None]:
         lines.add(kept.count("\n"))  # the line of the rest that held this statement
         start = m.end()
     return _drop_list_markers(kept + text[start:], lines), value
+
+
+def _without_mislabelled(text: str, scale: int) -> str:
+    """``text`` less a mislabelled confidence line ending it ("814 Terror: 10" -> "814 "): a capitalised word
+    that names no answer, then a value on 0..``scale``."""
+    m = _MISLABELLED.search(text)
+    if m is None or m.group("label").lower() in _ANSWER_WORDS or read_value(m.group("value"), scale) is None:
+        return text
+    return text[: m.start()] + " "
 
 
 _LIST_MARKER = re.compile(r"^(\s*)\d{1,2}[.)]\s+(?=[^\d\s])")

@@ -77,10 +77,7 @@ class Debate:
         )
         reply = await self.caller.call(agent.backend, request, agent=agent.name, round=round_index)
         sample = reply.samples[0]
-        readable, confidence = sample.text, None
-        if self.protocol.confidence is not None:
-            readable, confidence = self.protocol.confidence.read(sample.text)
-        extraction = self.protocol.history.read(self.task, self.question, readable)
+        extraction, confidence = self.protocol.read_reply(self.task, self.question, sample.text)
         measured = uncertainty(sample.logprobs)
         return Turn(
             agent=agent.name,

@@ -34,7 +34,7 @@ from moot.limits import MAX_AGENTS, MAX_POOL, MAX_ROUNDS, check_at_most
 
 if TYPE_CHECKING:
     from moot.debate.agents import AgentSpec
-    from moot.tasks.base import Task
+    from moot.tasks.base import Extraction, Question, Task
 
 # What agents are instructed before the question (see ``ProtocolSpec.instruction``).
 Instruction = Literal["task", "none"]
@@ -257,6 +257,12 @@ class ProtocolSpec(BaseModel):
     def judged(self) -> bool:
         """The final answer is a judge's or moderator's, not the agents' vote."""
         return self.aggregation.judged
+
+    def read_reply(self, task: Task, question: Question, text: str) -> tuple[Extraction, float | None]:
+        """An agent's reply read as the debate reads it: its confidence statement read and removed where agents
+        state one (``confidence``), then its answer by the history's reader (the task's, or Choi et al.'s)."""
+        readable, confidence = self.confidence.read(text) if self.confidence is not None else (text, None)
+        return self.history.read(task, question, readable), confidence
 
     @property
     def stated_confidence_scale(self) -> int | None:

@@ -18,8 +18,14 @@ from dataclasses import dataclass, field
 
 from moot.backends.base import Backend, GenerationRequest, Reply
 from moot.calls import Caller, Usage
+from moot.errors import MootError
 from moot.runner.store import RunStore
 from moot.trace import Trace
+
+
+class NotStored(MootError):
+    """A call that neither this run's store nor a ``calls_from`` store holds, in a session that makes no call
+    (``--replay-only``): its question is left for a later run."""
 
 
 def call_key(backend: Backend, request: GenerationRequest, agent: str, scope: str | None = None) -> str:
@@ -51,6 +57,7 @@ class CallCache:
     use_cache: bool = True
     share: bool = True
     sources: tuple[RunStore, ...] = ()  # other runs' stores, read-only (``calls_from``)
+    replay_only: bool = False  # ``--replay-only``: a call not stored is not made (``NotStored``)
     usage: Usage = field(default_factory=Usage)
     replayed: int = 0
     copied: int = 0  # of ``replayed``: calls found in ``sources``, copied into ``store``
@@ -71,6 +78,8 @@ class CallCache:
             self.replayed += 1
             self.copied += 1
             return self.store.add_call(key, place, request, found), found
+        if self.replay_only:
+            raise NotStored(f"no stored call answers {place.get('condition')} {place.get('question_id')}")
         future: asyncio.Future[tuple[str, Reply]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:

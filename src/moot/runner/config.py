@@ -209,6 +209,21 @@ class Price(StrictModel):
     batch: float = Field(
         default=0.5, ge=0, le=1, description="the share of the price a call answered in a provider batch pays"
     )
+    cached_prompt: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="the price of the prompt tokens a server reports it had cached (default: the prompt price)",
+    )
+
+    def microdollars(self, prompt: float, completion: float, cached: float = 0) -> float:
+        """What ``prompt`` and ``completion`` tokens cost, in millionths of a US dollar, ``cached`` of the prompt
+        tokens at ``cached_prompt``: exactly prompt x prompt price + completion x completion price where no token
+        was cached or cached tokens have no price of their own."""
+        full = prompt * self.prompt + completion * self.completion
+        if not cached or self.cached_prompt is None:
+            return full
+        return full - min(cached, prompt) * (self.prompt - self.cached_prompt)
 
 
 class ExperimentConfig(StrictModel):

@@ -28,7 +28,7 @@ from moot.debate.engine import ROUND_CONVENTION, run_debate
 from moot.debate.records import DebateResult
 from moot.debate.registry import template_hashes
 from moot.errors import ConfigError
-from moot.runner.cache import CallCache, RecordingCaller
+from moot.runner.cache import CallCache, NotStored, RecordingCaller
 from moot.runner.config import (
     ExperimentConfig,
     ResolvedCondition,
@@ -57,6 +57,9 @@ class RunOptions:
     retry_errors: bool = False
     conditions: tuple[str, ...] | None = None
     trace: Path | None = None  # ``--trace``: a JSON line per model call made (moot.trace)
+    # ``--replay-only``: make no model call; a question some of whose calls are stored nowhere is left unstored
+    # for a later run (a rebuild that re-reads stored replies with the current code, after a reader's fix)
+    replay_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class RunOutcome:
     copied: int  # of replayed: calls copied from other runs' stores (calls_from)
     errors: int
     wall_s: float
+    left: int = 0  # ``--replay-only``: questions not stored because some call of theirs is stored nowhere
 
 
 RUNS = Path("runs")  # the default stores' folder: the only folder moot creates (in an existing one)
@@ -385,7 +389,13 @@ class Experiment:
             use_ledger = getattr(backend, "use_ledger", None)
             if use_ledger is not None:
                 use_ledger(ledger)
-        cache = CallCache(self.store, use_cache=options.use_cache, share=self.config.share_round0, sources=self.sources)
+        cache = CallCache(
+            self.store,
+            use_cache=options.use_cache,
+            share=self.config.share_round0,
+            sources=self.sources,
+            replay_only=options.replay_only,
+        )
         self.cache = cache
         status = "interrupted"
         failed = True
@@ -399,8 +409,9 @@ class Experiment:
             queue: asyncio.Queue[Unit] = asyncio.Queue()
             for unit in pending:
                 queue.put_nowait(unit)
+            unstored: list[Unit] = []
             workers = [
-                asyncio.create_task(self._worker(queue, cache, on_result))
+                asyncio.create_task(self._worker(queue, cache, on_result, unstored))
                 for _ in range(min(self.concurrency(), len(pending)) if pending else 0)
             ]
             await asyncio.gather(*workers)
@@ -415,12 +426,13 @@ class Experiment:
                 self.output,
                 total,
                 selected - len(pending),
-                len(pending),
+                len(pending) - len(unstored),
                 cache.usage.calls,
                 cache.replayed,
                 cache.copied,
                 cache.usage.errors,
                 time.perf_counter() - start,
+                len(unstored),
             )
         finally:
             try:
@@ -473,7 +485,11 @@ class Experiment:
             await backend.aclose()
 
     async def _worker(
-        self, queue: asyncio.Queue[Unit], cache: CallCache, on_result: Callable[[Unit, DebateResult], None] | None
+        self,
+        queue: asyncio.Queue[Unit],
+        cache: CallCache,
+        on_result: Callable[[Unit, DebateResult], None] | None,
+        left: list[Unit],
     ) -> None:
         while not queue.empty():
             unit = queue.get_nowait()
@@ -493,19 +509,23 @@ class Experiment:
             # the helper agent speaks as judge, Liang's moderator, a retention filter or a task's scorer
             names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME, FILTER_NAME), scorer.spec.backend.model_name())
             caller = RecordingCaller(cache, place, names)
-            result = await run_debate(
-                unit.question,
-                unit.task,
-                unit.condition.protocol,
-                agents,
-                caller=caller,
-                seed=unit.seed,
-                judge=judge_agent if unit.condition.protocol.needs_judge else None,
-            )
-            context = MetricContext(scorer.backend, caller, JUDGE_NAME, unit.seed)
-            if sampling is not None:
-                context = replace(context, temperature=sampling.temperature, max_tokens=sampling.max_tokens)
-            scored = await unit.task.metric(result, context)
+            try:
+                result = await run_debate(
+                    unit.question,
+                    unit.task,
+                    unit.condition.protocol,
+                    agents,
+                    caller=caller,
+                    seed=unit.seed,
+                    judge=judge_agent if unit.condition.protocol.needs_judge else None,
+                )
+                context = MetricContext(scorer.backend, caller, JUDGE_NAME, unit.seed)
+                if sampling is not None:
+                    context = replace(context, temperature=sampling.temperature, max_tokens=sampling.max_tokens)
+                scored = await unit.task.metric(result, context)
+            except NotStored:
+                left.append(unit)  # --replay-only: a later run makes its calls
+                continue
             metric, detail = (scored.value, scored.detail) if scored is not None else (None, None)
             self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys, metric, detail)
             if on_result is not None:

@@ -66,6 +66,7 @@ class StoredCall:
     session: int
     created_at: float
     batched: bool = False  # answered in a provider batch (its reply's samples name the batch)
+    cached_tokens: int = 0  # of prompt_tokens, those the server reported it had cached (0: none reported)
 
 
 @dataclass(frozen=True)

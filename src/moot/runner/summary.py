@@ -108,7 +108,8 @@ def usage(
     by: Callable[[Unit], K],
 ) -> dict[K, Usage]:
     """Paid and used calls and tokens grouped by ``by((condition, task, question id, seed))``, priced by model name (US dollars
-    per million tokens; a call answered in a provider batch at the price's ``batch`` share). A group with a
+    per million tokens; the prompt tokens a server reported cached at the price's ``cached_prompt``; a call
+    answered in a provider batch at the price's ``batch`` share). A group with a
     call whose model has no price has cost None. ``results``: the
     stored results, or their ``used_calls`` (what a report streaming a large store keeps).
 
@@ -126,7 +127,7 @@ def usage(
         cost = None
         if price is not None and u.cost is not None:
             share = price.batch if c.batched else 1.0  # a batch's discount
-            cost = u.cost + share * (c.prompt_tokens * price.prompt + c.completion_tokens * price.completion) / 1e6
+            cost = u.cost + share * price.microdollars(c.prompt_tokens, c.completion_tokens, c.cached_tokens) / 1e6
         out[key] = replace(
             u,
             calls=u.calls + 1,

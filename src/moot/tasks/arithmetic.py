@@ -34,6 +34,15 @@ def gold_value(a: int, b: int, c: int, d: int, e: int, f: int) -> int:
 
 
 _ID = re.compile(r"arithmetic-s(-?\d+)-(\d+)")
+_OPERATORS = {"+": r"\+", "-": "[-\u2212]", "*": r"(?:\*|×|\\times|\\cdot)"}
+
+
+def restatement(expression: str) -> re.Pattern[str]:
+    """The question's expression ("20+9*11+13-5*1") as a reply restates it: its numbers and operators in order,
+    spaced or not, "*" written as "*", "×", "\\times" or "\\cdot", "-" as a minus sign; not inside a longer
+    number or product ("120+9*11+13-5*1", "...-5*12", "...-5*1*2")."""
+    parts = [_OPERATORS.get(token, token) for token in re.findall(r"\d+|[-+*]", expression)]
+    return re.compile(r"(?<![\d.])" + r"\s*".join(parts) + r"(?!\.?\d|\s*(?:[*×]|\\times|\\cdot))")
 
 
 class ArithmeticTask(TaskBase):
@@ -95,6 +104,12 @@ class ArithmeticTask(TaskBase):
 
     def extract(self, text: str) -> Extraction:
         return Extraction.of(last_number(text))
+
+    def read_reply(self, text: str, question: Question) -> Extraction:
+        """As ``extract``, except that the question's expression restated in running text ("the result of
+        \\(20 + 9 \\cdot 11 + 13 - 5 \\cdot 1\\) is", a truncated reply's last words) holds no answer: its
+        numbers are passed over (``restatement``)."""
+        return Extraction.of(last_number(text, restatement(question.prompt)))
 
     def score(self, answer: str, question: Question) -> bool:
         return numbers_equal(answer, question.gold)

@@ -1,9 +1,11 @@
 """Multiple-choice questions: lettered choices, one shared answer extractor, letter scoring.
 
 The extractor reads the forms the debate papers ask for: "(X)" (Du et al.; lm-evaluation-
-harness's multiple-choice filter), "the answer is X" / "Answer: X", and Choi et al.'s
-"{final answer: X}". The last match in the reply wins. A letter outside the question's
-range is not an answer; a reply with none of these forms is unparsed (never a guess).
+harness's multiple-choice filter), "the answer is X" / "Answer: X", Choi et al.'s
+"{final answer: X}", and a boxed letter "\\boxed{X}". The last match in the reply wins. A letter
+outside the question's range is not an answer; a reply with none of these forms is unparsed (never a
+guess), unless its opening sentence names one choice by its text (``reply_letter``, which reads a reply
+with its question's choices).
 """
 
 from __future__ import annotations
@@ -29,18 +31,54 @@ _ANSWER_IS = (
 )
 # "{final answer: B}", "{Final Answer: (B)}"
 _FINAL = r"\{\s*(?i:final\s+answer)\s*:\s*\(?\s*(?P<final>[A-J])\s*\)?\s*\}"
-_CHOICE = re.compile(f"{_FINAL}|{_ANSWER_IS}|{_PAREN}")
+# "\boxed{C}", "\boxed{(C)}", "\boxed{\text{C}}"
+_BOXED = r"\\boxed\s*\{\s*(?:\\text(?:bf)?\s*\{\s*)?\(?\s*(?P<boxed>[A-J])\s*\)?\s*\}?\s*\}"
+_CHOICE = re.compile(f"{_FINAL}|{_BOXED}|{_ANSWER_IS}|{_PAREN}")
+
+
+def _last_choice(text: str, letters: str) -> tuple[str, int] | None:
+    """The last stated letter among ``letters`` and where its form ends."""
+    found = None
+    for match in _CHOICE.finditer(text):
+        letter = match.group("final") or match.group("boxed") or match.group("stated") or match.group("paren")
+        if letter in letters:
+            found = (letter, match.end())
+    return found
 
 
 def choice_letter(text: str, letters: str = "ABCD") -> str | None:
-    """The chosen letter of a reply: the last "(X)", "answer is X" or "{final answer: X}"
+    """The chosen letter of a reply: the last "(X)", "answer is X", "{final answer: X}" or "\\boxed{X}"
     whose letter is one of ``letters``; None when there is none."""
-    found = None
-    for match in _CHOICE.finditer(text):
-        letter = match.group("final") or match.group("stated") or match.group("paren")
-        if letter in letters:
-            found = letter
-    return found
+    found = _last_choice(text, letters)
+    return found[0] if found is not None else None
+
+
+_SENTENCE = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|$)", re.MULTILINE)  # up to a sentence's end or the line's
+
+
+def reply_letter(text: str, question: Question, letters: str = "ABCD") -> str | None:
+    """A reply's chosen letter, read with its question's choices (``metadata["choices"]``):
+
+    1. the last stated letter (``choice_letter``), unless the words after it, to the end of their sentence, are
+       exactly another choice's text ("(A) Mass, velocity, and acceleration" where that is (B)'s text): the reply
+       contradicts itself and is unparsed;
+    2. in a reply that states no letter, the choice its opening sentence names by its text, when it names one
+       ("The description exemplifies the Cannon-Bard theory.", "(X) Eating hamburgers may cause indigestion.",
+       "(P) bar"): choices with the same text are one answer (the first letter), and a choice's text inside
+       another named one ("bar" in "bar stool") is not named on its own; a sentence naming two is unparsed;
+    3. else None."""
+    choices = [_plain(str(c)) for c in question.metadata.get("choices", [])][: len(letters)]
+    found = _last_choice(text, letters)
+    if found is not None:
+        letter, end = found
+        sentence = _SENTENCE.match(text, end)
+        after = _plain(sentence.group()) if sentence is not None else ""
+        own = choices[letters.index(letter)] if letters.index(letter) < len(choices) else None
+        return None if after != own and after in choices else letter
+    opening = next((m.group() for m in _SENTENCE.finditer(text.strip()) if m.group().strip()), "")
+    named = {c for c in choices if c and f" {c} " in f" {_plain(opening)} "}
+    named = {c for c in named if not any(c != other and f" {c} " in f" {other} " for other in named)}
+    return letters[choices.index(named.pop())] if len(named) == 1 else None
 
 
 # A letter standing for the whole field, or opening it: "B", "(B)", "B)", "B.", "B:", "**B**", "$B$", "Option B",
@@ -126,6 +164,10 @@ class MultipleChoiceTask(DatasetTask):
 
     def extract(self, text: str) -> Extraction:
         return Extraction.of(choice_letter(text, self.letters))
+
+    def read_reply(self, text: str, question: Question) -> Extraction:
+        """The reply's letter read with the question's choices (``reply_letter``)."""
+        return Extraction.of(reply_letter(text, question, self.letters))
 
     def read_answer(self, text: str, question: Question) -> Extraction:
         return Extraction.of(field_letter(text, question, self.letters))

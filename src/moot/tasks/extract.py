@@ -103,13 +103,14 @@ def choi_choice(text: str) -> str | None:
     return body[0] if len(body) < 3 else body[1]
 
 
-def last_number(text: str) -> str | None:
+def last_number(text: str, skip: re.Pattern[str] | None = None) -> str | None:
     """The final stated number: the number the reply's answer fields state (the last "{final answer: N}" of
-    Choi et al., else the last \\boxed{}; ``stated_answer``), else the last in the text."""
+    Choi et al., else the last \\boxed{}; ``stated_answer``), else the last in the text, passing over the
+    numbers of what ``skip`` matches (a restatement of the question)."""
     stated, number = stated_answer(text)
     if stated:
         return number
-    numbers = numbers_in(text)
+    numbers = numbers_in(skip.sub(" ", text) if skip is not None else text)
     return numbers[-1] if numbers else None
 
 

@@ -87,9 +87,15 @@ def reply_to_json(reply: Reply) -> str:
     """A call's reply as the model gave it: a lone surrogate is kept, escaped ("\\ud800": JSON is ASCII, and
     SQLite writes it), so that a replay is the very reply, and a resumed question makes the very requests
     (their call keys) that the run made before it was stopped. Read as text elsewhere (turns, results), it
-    holds U+FFFD. A live call's samples have no ``batch`` key (stored as before batches were)."""
-    samples = [{k: v for k, v in asdict(s).items() if k != "batch" or v is not None} for s in reply.samples]
+    holds U+FFFD. A live call's samples have no ``batch`` key (stored as before batches were), nor a sample
+    whose server reported no cached tokens a ``cached_tokens`` key (read back as None)."""
+    samples = [
+        {k: v for k, v in asdict(s).items() if k not in _UNSET_WHEN_NONE or v is not None} for s in reply.samples
+    ]
     return json.dumps({"model": reply.model, "samples": samples})
+
+
+_UNSET_WHEN_NONE = ("batch", "cached_tokens")  # sample fields a reply's JSON holds only when set
 
 
 def reply_from_json(text: str) -> Reply:

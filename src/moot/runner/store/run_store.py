@@ -51,6 +51,13 @@ if TYPE_CHECKING:
     from moot.runner.config import ResolvedCondition
     from moot.tasks.base import Question
 
+# a stored call's cached prompt tokens: the sum of its samples' ``cached_tokens``, 0 where none reported (a reply's
+# JSON is parsed only when it holds the key)
+_CACHED = (
+    "CASE WHEN instr(reply, '\"cached_tokens\"') "
+    "THEN (SELECT TOTAL(json_extract(value, '$.cached_tokens')) FROM json_each(reply, '$.samples')) ELSE 0 END"
+)
+
 
 class RunStore:
     """A run's SQLite file. Open with ``RunStore.create`` (new) or ``RunStore.open`` (existing)."""
@@ -568,11 +575,34 @@ class RunStore:
     @_guarded
     def iter_calls(self) -> Iterator[StoredCall]:
         """``calls()`` one at a time (a large run's report keeps none of them)."""
-        columns = ", ".join(f.name for f in fields(StoredCall) if f.name != "batched")
+        columns = ", ".join(f.name for f in fields(StoredCall) if f.name not in ("batched", "cached_tokens"))
         batched = "json_extract(reply, '$.samples[0].batch') IS NOT NULL"
-        for row in self._db.execute(f"SELECT {columns}, {batched} FROM calls ORDER BY rowid"):
-            *stored, batched_call = row
-            yield replace(StoredCall(*stored), batched=bool(batched_call))
+        for row in self._db.execute(f"SELECT {columns}, {batched}, {_CACHED} FROM calls ORDER BY rowid"):
+            *stored, batched_call, cached = row
+            yield replace(StoredCall(*stored), batched=bool(batched_call), cached_tokens=int(cached))
+
+    @_guarded
+    def cached_prompt_tokens(self) -> dict[tuple[str, str, str, int], int]:
+        """(condition, task, question id, seed) -> the cached prompt tokens of the calls its result's turns used
+        (``Sample.cached_tokens``, as the server reported them; a sample that reported none counts 0). A result
+        none of whose calls reported a cached token is left out."""
+        rows = self._db.execute(
+            f"SELECT t.condition, t.task, t.question_id, t.seed, SUM({_CACHED}) FROM turns t "
+            "JOIN calls c ON c.key = t.call_key GROUP BY t.condition, t.task, t.question_id, t.seed"
+        )
+        return {(c, t, q, s): int(n) for c, t, q, s, n in rows if n}
+
+    @_guarded
+    def round0_requests(self) -> Iterator[tuple[str, str, str, int, str, str, dict[str, Any]]]:
+        """(condition, task, question id, seed, agent, model name, request) of every round-0 agent turn: what each
+        arm first asked, for matching arms to the vote pools sampled with the same request. A diversity-aware
+        round 0's kept candidates are its turns (one request, several seeds)."""
+        rows = self._db.execute(
+            "SELECT t.condition, t.task, t.question_id, t.seed, t.agent, c.model_name, c.request FROM turns t "
+            "JOIN calls c ON c.key = t.call_key WHERE t.round = 0 ORDER BY t.rowid"
+        )
+        for condition, task, question, seed, agent, model, request in rows:
+            yield condition, task, question, seed, agent, model, json.loads(request)
 
     @_guarded
     def call_errors(self) -> list[CallError]:

@@ -87,10 +87,15 @@ def test_multiple_choice_replies_are_read_by_the_tasks_extractor() -> None:
     task = get_task("csqa")
     question = Question("c1", "Where do fish live?", "B", {"choices": ["desert", "water", "sky", "car", "moon"]})
     example = TrainingExample("c1", "csqa", "expression", (), "B")
-    for reader in (ReplyReader(task, {"c1": question}), ReplyReader(task, {})):  # unknown id: the example's gold
+    known, unknown = ReplyReader(task, {"c1": question}), ReplyReader(task, {})  # unknown id: the example's gold
+    for reader in (known, unknown):
         assert Correctness(reader)(example, "The answer is (B).\nConfidence: 9") == 1.0
         assert Correctness(reader)(example, "The answer is (C).\nConfidence: 9") == 0.0
-        assert Correctness(reader)(example, "water") == 0.0  # not a letter: unparsed, as in a debate
+        assert Correctness(reader)(example, "the ocean") == 0.0  # no letter and no choice named: unparsed
+    # an option named by its text is read as its letter, as in a debate (``choice.reply_letter``), where the
+    # question's choices are known; without them it is unparsed
+    assert Correctness(known)(example, "water") == 1.0
+    assert Correctness(unknown)(example, "water") == 0.0
 
 
 def test_stage_rewards() -> None:

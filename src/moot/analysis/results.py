@@ -1078,7 +1078,7 @@ def render(papers: Papers, summaries: Mapping[str, tuple[RunFacts, list[ResultRo
     for p in papers.paper:
         s = summaries.get(p.file)
         status = "not run" if s is None else _status(*s)
-        wall = DASH if s is None else _hours(s[0].wall_s)
+        wall = DASH if s is None else _hours(s[0].wall_s) if s[0].sessions else "none of its own (rebuilt)"
         body.append([f"[{p.file}](../{EXPERIMENTS}/{p.file}.toml)", p.title, status, wall])
     lines += _table(["file", "paper", "moot's run", "wall time"], body, [False, False, False, True])
     lines.append("")

@@ -424,10 +424,17 @@ Signatures = dict[tuple[str, str], dict[str, frozenset[str]]]  # (condition, tas
 
 def round0_signatures(store: RunStore) -> Signatures:
     """Each condition's round-0 request signatures per task and question (over its agents and seeds)."""
+    return _round0(store)[0]
+
+
+def _round0(store: RunStore) -> tuple[Signatures, dict[str, set[str]]]:
+    """One read of the round-0 requests: their signatures (``round0_signatures``) and each condition's models."""
     out: dict[tuple[str, str], dict[str, set[str]]] = {}
+    models: dict[str, set[str]] = {}
     for condition, task, question, _seed, _agent, model, request in store.round0_requests():
         out.setdefault((condition, task), {}).setdefault(question, set()).add(request_signature(model, request))
-    return {key: {q: frozenset(s) for q, s in by_q.items()} for key, by_q in out.items()}
+        models.setdefault(condition, set()).add(model)
+    return {key: {q: frozenset(s) for q, s in by_q.items()} for key, by_q in out.items()}, models
 
 
 def matched_pools(
@@ -457,14 +464,11 @@ def matched_pools(
     return out
 
 
-def _spends(store: RunStore, signatures: Signatures) -> Callable[[str, int, int, int, float], Spend]:
+def _spends(store: RunStore, models: dict[str, set[str]]) -> Callable[[str, int, int, int, float], Spend]:
     """A pricer of one condition's spend (calls, prompt, completion and cached prompt tokens): priced at the run's
     ``[prices]`` where every model its results used (its round-0 agents' and its own calls') is one priced model;
-    unpriced (cost None) otherwise."""
+    unpriced (cost None) otherwise. ``models``: each condition's round-0 models (``_round0``), extended here."""
     prices = store.run_meta().config.prices
-    models: dict[str, set[str]] = {}
-    for condition, _task, _question, _seed, _agent, model, _request in store.round0_requests():
-        models.setdefault(condition, set()).add(model)
     for call in store.iter_calls():
         models.setdefault(call.condition, set()).add(call.model_name)
     price_of = {c: prices.get(next(iter(m))) if len(m) == 1 else None for c, m in models.items()}
@@ -496,7 +500,7 @@ def _read(
         for name in [*(() if pool is None else (pool,)), *(debates or ())]:
             if name not in conditions:
                 raise AnalysisError(f"no condition {name!r} in {opened.path}; conditions: {', '.join(known)}")
-        signatures = round0_signatures(opened)
+        signatures, models = _round0(opened)
         if pool is not None:
             if debates is not None and pool in debates:
                 raise AnalysisError(f"compare a debate with a different pool than {pool!r}")
@@ -507,7 +511,7 @@ def _read(
             matched = {name for (_, name) in match}
             wanted = [name for name in known if name in matched] if debates is None else list(debates)
         pools = {p for p in match.values() if p is not None} | ({pool} if pool is not None else set())
-        spend = _spends(opened, signatures)
+        spend = _spends(opened, models)
         cached = opened.cached_prompt_tokens()
         tasks: dict[str, _Task] = {}
         for r in opened.iter_results():

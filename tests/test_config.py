@@ -41,7 +41,7 @@ def write(tmp_path: Path, text: str) -> Path:
         ('[[conditions]]\nname = "a"\nprotocol = "vote"', "tasks: required key is missing"),
         (
             '[[tasks]]\nname = "arithmetic"\n[[conditions]]\nname = "a"\nprotocol = "vote"',
-            "tasks.0: give exactly one of count and ids",
+            "tasks.0: give count or ids (a data file task, with format, takes every row without them)",
         ),
         (
             'seeds = [1, 1]\n[[tasks]]\nname = "arithmetic"\ncount = 2\n[[conditions]]\nname = "a"\nprotocol = "vote"',

@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from moot.cli import app
@@ -358,3 +359,35 @@ def test_a_stored_runs_tasks_dump_as_stored() -> None:
     assert [TaskSelection.model_validate(t).model_dump(mode="json") for t in stored] == stored
     config = load_experiment(ROOT / "examples" / "replicate" / "du.toml")
     assert [t.model_dump(mode="json") for t in config.tasks] == stored
+
+
+def test_a_data_file_task_without_count_takes_every_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As lm-eval and Inspect do: no count and no ids is the whole file, in its order, and the run's listing
+    plans as many questions as the file has rows (read from the store, since the config holds no count)."""
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / "examples/data-task.toml").read_text().replace("count = 5\n", "")
+    (tmp_path / "data").mkdir()
+    rows = [{"id": f"c{i}", "country": f"country {i}", "capital": f"city {i}"} for i in range(7)]
+    write_jsonl(tmp_path / "data" / "capitals.jsonl", rows)
+    (tmp_path / "all.toml").write_text(text)
+    config = load_experiment(tmp_path / "all.toml")
+    assert config.tasks[0].count is None and config.tasks[0].ids is None
+    output = tmp_path / "run.sqlite"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "all.toml"), "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    store = RunStore.read(output)
+    try:
+        assert sorted(q for (_, q) in store.questions()) == [f"c{i}" for i in range(7)]
+        assert len(store.results()) == 14  # 7 rows x 2 conditions
+        assert store.listing().planned_units == 14
+    finally:
+        store.close()
+    # the quick-run options: --format without --questions is every row too (a built-in task keeps its 5)
+    flags = FileTaskOptions(format="text", fields=("question=country", "answer=capital", "id=id"))
+    quick = AgentOptions.of(backend="scripted").experiment(["single"], "caps", None, "data/capitals.jsonl", flags)
+    assert quick.tasks[0].count is None
+    assert AgentOptions.of(backend="scripted").experiment(["single"], "arithmetic").tasks[0].count == 5
+    with pytest.raises(ValidationError, match="give count or ids"):
+        TaskSelection(name="arithmetic")
+    with pytest.raises(ValidationError, match="not both"):
+        TaskSelection(name="arithmetic", count=2, ids=("a", "b"))

@@ -18,6 +18,7 @@ from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import readers_app
 from moot.analysis.cli import report as _report
 from moot.analysis.cli import results as _results
+from moot.analysis.live_cli import view as _view
 from moot.cli_output import escaped, fit_table, joined_lines, make_console, plural, printable, shortened
 from moot.cli_support import guarded_output, print_error, reflow_help, reports_errors, shared_options
 from moot.errors import MootError
@@ -36,6 +37,7 @@ app.add_typer(models_app, name="models")
 app.command("report")(_report)
 app.command("compare")(_compare)
 app.command("results")(_results)
+app.command("view")(_view)
 app.add_typer(readers_app, name="readers")
 app.add_typer(theory_app, name="theory")
 app.add_typer(train_app, name="train")
@@ -283,6 +285,40 @@ def run(
             "stores into the one a single run writes.",
         ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Load no model and make no call: print per condition the questions, and upper bounds of the calls, "
+            "prompt and completion tokens and cost (at the experiment's [prices]) with every round played; and "
+            "what the store holds and what is left.",
+        ),
+    ] = False,
+    max_calls: Annotated[
+        int | None,
+        typer.Option(
+            "--max-calls",
+            help="Stop once the store holds this many calls (every session's, not only this one's: a rerun with a "
+            "higher cap continues to it); questions in flight finish, none starts. Also [budget] max_calls.",
+        ),
+    ] = None,
+    max_total_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-total-tokens",
+            help="Stop once the store's calls total this many prompt + completion tokens (as --max-calls; "
+            "--max-tokens is each reply's limit). Also [budget] max_tokens.",
+        ),
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost",
+            metavar="USD",
+            help="Stop once the store's calls cost this many US dollars at the experiment's [prices] (as "
+            "--max-calls; a model without a price adds nothing). Also [budget] max_cost.",
+        ),
+    ] = None,
     *,
     shared: dict[str, Any],
 ) -> None:
@@ -323,6 +359,15 @@ def run(
             config = config.model_copy(update={key: value})
     if batch:
         config = config.model_copy(update={"batch": True})
+    caps = {"max_calls": max_calls, "max_tokens": max_total_tokens, "max_cost": max_cost}
+    if any(value is not None for value in caps.values()):
+        from moot.runner.config import Budget
+        from moot.runner.spend import check_caps
+
+        check_caps(max_calls=max_calls, max_total_tokens=max_total_tokens, max_cost=max_cost)
+        set_caps = {key: value for key, value in caps.items() if value is not None}
+        budget = (config.budget or Budget()).model_copy(update=set_caps)
+        config = config.model_copy(update={"budget": budget})
     if calls_from:
         config = config.model_copy(update={"calls_from": (*config.calls_from, *calls_from)})
     path = store_path(config, output, part)
@@ -340,7 +385,10 @@ def run(
         run_options = RunOptions(
             use_cache=not no_cache, retry_errors=retry_errors, conditions=chosen, trace=trace, replay_only=replay_only
         )
-        _run_and_report(exp, run_options, resumed)
+        if dry_run:
+            _print_plan(exp, chosen)
+        else:
+            _run_and_report(exp, run_options, resumed)
     finally:
         exp.close()
 
@@ -351,6 +399,71 @@ class _ConsoleLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         console.print(record.getMessage(), markup=False, soft_wrap=True)
         console.file.flush()
+
+
+def _print_stop(stop: Any, spent: Any) -> None:
+    """A run stopped at a ``[budget]`` cap: which, what the store's calls spent, by how much the questions in
+    flight went over it."""
+    from moot.runner.spend import shown
+
+    final = spent.of(stop.measure)
+    over = max(0.0, final - stop.limit)
+    console.print(
+        f"stopped: {stop.option} {shown(stop.measure, stop.limit)} reached; the store's calls spent "
+        f"{shown(stop.measure, final)}, {shown(stop.measure, over)} over it (questions in flight when a cap is "
+        "reached finish; none starts): rerun with a higher cap to continue",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _print_plan(exp: Any, chosen: tuple[str, ...] | None) -> None:
+    """``moot run --dry-run``: the plan's bounds per condition, what the store holds, and what is left."""
+    import asyncio
+
+    from moot.runner.plan import plan_experiment, plan_rows
+
+    plan = asyncio.run(plan_experiment(exp, chosen))
+
+    def cost(value: float | None) -> str:
+        return "—" if value is None else f"${value:,.4f}"
+
+    table = Table(
+        title="dry run: upper bounds, every round played (no model loaded, no call made)", title_justify="left"
+    )
+    for column in ("condition", "questions", "calls", "shared r0", "prompt tokens ≤", "completion tokens ≤", "cost ≤"):
+        table.add_column(column, justify="left" if column == "condition" else "right")
+    for row in plan_rows(plan):
+        table.add_row(
+            escaped(row["condition"]),
+            f"{row['questions']:,}",
+            f"{row['calls']:,}",
+            f"{row['shared']:,}",
+            f"{row['prompt']:,}",
+            f"{row['completion']:,}",
+            cost(row["cost"]),
+        )
+    console.print(table)
+    stored, left = plan.stored, plan.remaining
+    priced = "" if plan.unpriced else f", {cost(stored.cost)}"
+    console.print(
+        f"store {exp.output}: {plural(plan.stored_results, 'result')}, {plural(stored.calls, 'call')} "
+        f"({stored.prompt_tokens:,} prompt + {stored.completion_tokens:,} completion tokens{priced}); left: "
+        f"{plural(plan.remaining_questions, 'question')}, ≤ {left.calls:,} calls, ≤ {left.prompt_tokens:,} prompt "
+        f"+ {left.completion_tokens:,} completion tokens" + ("" if left.cost is None else f", ≤ {cost(left.cost)}"),
+        markup=False,
+        soft_wrap=True,
+    )
+    if plan.unpriced:
+        console.print(
+            "no price for " + ", ".join(plan.unpriced) + ': cost not bounded (add [prices."MODEL"] to the experiment)',
+            markup=False,
+            soft_wrap=True,
+        )
+    budget = exp.config.budget
+    if budget is not None:
+        caps = ", ".join(f"{k} {v:g}" for k, v in budget.caps().items())
+        console.print(f"budget: {caps} (on the store's total)", markup=False, soft_wrap=True)
 
 
 def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
@@ -456,6 +569,8 @@ def _run_and_report(exp: Any, options: Any, resumed: bool) -> None:
             markup=False,
             soft_wrap=True,
         )
+    if outcome.stopped is not None:
+        _print_stop(outcome.stopped, outcome.spent)
     console.print(f"run stored in {exp.output}", markup=False, soft_wrap=True)
     console.print("[dim]answers per round are in agent order; · marks an unparsed reply[/]")
     if all(a.backend.kind == "scripted" for c in exp.conditions for a in c.agents):
@@ -732,6 +847,17 @@ def protocols_show(
     console.print(table)
 
 
+def shared_notes(cells: list[str]) -> dict[str, str]:
+    """The "unavailable: why" cells that several rows share, each mapped to a short mark ("unavailable
+    (note 1)") so that the table says why once, under it, not in every row."""
+    counts: dict[str, int] = {}
+    for cell in cells:
+        if cell.startswith("unavailable: "):
+            counts[cell] = counts.get(cell, 0) + 1
+    shared = [cell for cell in dict.fromkeys(cells) if counts.get(cell, 0) > 1]
+    return {cell: f"unavailable (note {i})" for i, cell in enumerate(shared, 1)}
+
+
 @app.command()
 @reports_errors
 def tasks() -> None:
@@ -741,10 +867,16 @@ def tasks() -> None:
     table = Table()
     for column in ("task", "offline data", "licence", "metric", "source"):
         table.add_column(column)
-    for row in catalog():
-        table.add_row(*(escape(cell) for cell in (row.name, row.offline, row.licence, row.metric, row.source)))
+    cards = catalog()
+    notes = shared_notes([card.offline for card in cards])
+    for row in cards:
+        offline = notes.get(row.offline, row.offline)
+        table.add_row(*(escape(cell) for cell in (row.name, offline, row.licence, row.metric, row.source)))
     dropped = fit_table(table, console, ("source",), flexible=("metric", "offline data", "licence"))
     console.print(table)
+    for text, mark in sorted(set(notes.items()), key=lambda item: item[1]):
+        note, why = mark.removeprefix("unavailable (").removesuffix(")"), text.removeprefix("unavailable: ")
+        console.print(f"{note}: {why}", markup=False, soft_wrap=True)
     if dropped:
         console.print("[dim]not shown at this width: source (the README's Tasks section has it)[/]")
     console.print(

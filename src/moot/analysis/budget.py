@@ -479,6 +479,11 @@ def _spends(store: RunStore, models: dict[str, set[str]]) -> Callable[[str, int,
     return spend
 
 
+def condition_pricer(store: RunStore) -> Callable[[str, int, int, int, float], Spend]:
+    """``_spends`` for every condition of ``store``: how its results are priced (also ``moot.frames``' cost)."""
+    return _spends(store, _round0(store)[1])
+
+
 def _read(
     store: RunStore | Path | str,
     pool: str | None,

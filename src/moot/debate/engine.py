@@ -71,10 +71,12 @@ async def run_debate(
             StopReason.ERROR,
             str(exc),
         )
-    return _result(debate, reason, final_judge)
+    return debate_result(debate, reason, final_judge)
 
 
-def _result(debate: Debate, reason: StopReason, final_judge: JudgeVerdict | None) -> DebateResult:
+def debate_result(debate: Debate, reason: StopReason, final_judge: JudgeVerdict | None) -> DebateResult:
+    """The result of a debate stopped for ``reason``: its final answer as the protocol aggregates its rounds
+    (and ``final_judge``'s ruling); also what a dry run (moot.runner.plan) builds from its placeholder rounds."""
     winner, tied = debate.protocol.aggregation.final(debate.records, final_judge)
     if winner is not None:
         status = FinalStatus.ANSWERED

@@ -14,11 +14,14 @@ import asyncio
 import contextlib
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from moot.backends.base import Backend, GenerationRequest, Reply
 from moot.calls import Caller, Usage
 from moot.errors import MootError
+from moot.runner.config import Price
+from moot.runner.spend import Spent
 from moot.runner.store import RunStore
 from moot.trace import Trace
 
@@ -51,6 +54,9 @@ class CallCache:
     sessions are not replayed: each is made afresh, once in this session
     (identical calls in flight, or made earlier in the session, share it, as round 0 is shared),
     and stored beside the earlier call, which stays as it was for the turns that used it.
+
+    ``spent`` is the run's total spend, for its ``[budget]`` caps (moot.runner.spend): it starts at what the
+    store holds (``stored_spend``) and every call made adds to it, priced at ``prices`` by model name.
     """
 
     store: RunStore
@@ -62,6 +68,8 @@ class CallCache:
     replayed: int = 0
     copied: int = 0  # of ``replayed``: calls found in ``sources``, copied into ``store``
     trace: Trace | None = None  # ``--trace``: every call made is timed into it
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    spent: Spent = field(default_factory=Spent)
     _inflight: dict[str, asyncio.Future[tuple[str, Reply]]] = field(default_factory=dict)
 
     async def call(self, backend: Backend, request: GenerationRequest, place: dict[str, object]) -> tuple[str, Reply]:
@@ -101,6 +109,8 @@ class CallCache:
         finally:
             del self._inflight[key]
         self.usage.add(reply)
+        model = str(place.get("model_name", ""))
+        self.spent.add_reply(model, self.prices.get(model), reply)
         future.set_result((stored_key, reply))
         return stored_key, reply
 

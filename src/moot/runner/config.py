@@ -67,7 +67,8 @@ class StrictModel(BaseModel):
 
 
 class TaskSelection(StrictModel):
-    """Which questions of a task: the first ``count`` of ``split`` in the order fixed by ``seed``, or explicit ``ids``.
+    """Which questions of a task: the first ``count`` of ``split`` in the order fixed by ``seed``, or explicit ``ids``;
+    a data file task given neither takes every row of its file, in the file's order.
 
     With ``format`` the task is the ``data`` file itself (moot.tasks.datafile): ``name`` names it (not a
     built-in task's name), ``fields`` maps its keys to the file's columns, ``prompt`` is an optional template."""
@@ -90,8 +91,11 @@ class TaskSelection(StrictModel):
 
     @model_validator(mode="after")
     def _count_or_ids(self) -> TaskSelection:
-        if (self.count is None) == (self.ids is None):
-            raise ValueError("give exactly one of count and ids")
+        if self.count is not None and self.ids is not None:
+            raise ValueError("give one of count and ids, not both")
+        if self.count is None and self.ids is None and self.format is None:
+            # a data file task (format) without either takes every row, as lm-eval and Inspect do
+            raise ValueError("give count or ids (a data file task, with format, takes every row without them)")
         if self.ids is not None and len(set(self.ids)) != len(self.ids):
             raise ValueError("ids must be unique")
         return self
@@ -226,6 +230,24 @@ class Price(StrictModel):
         return full - min(cached, prompt) * (self.prompt - self.cached_prompt)
 
 
+class Budget(StrictModel):
+    """Spend caps of a run (``[budget]``; ``moot run --max-calls/--max-total-tokens/--max-cost``), each on the
+    store's total: every call the store holds (earlier sessions' included) plus those this session makes. A run
+    that reaches one starts no new question; the questions in flight finish (so the cap may be exceeded by
+    them) and the run stops cleanly, resumable with a higher cap. Not part of the results."""
+
+    max_calls: int | None = Field(default=None, ge=1, description="model calls")
+    max_tokens: int | None = Field(default=None, ge=1, description="prompt + completion tokens")
+    max_cost: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="US dollars at the experiment's [prices]"
+    )
+
+    def caps(self) -> dict[str, float]:
+        """The caps set, by name (calls, tokens, cost)."""
+        given = {"calls": self.max_calls, "tokens": self.max_tokens, "cost": self.max_cost}
+        return {name: value for name, value in given.items() if value is not None}
+
+
 class ExperimentConfig(StrictModel):
     name: Name = "experiment"
     plugins: tuple[str, ...] = Field(
@@ -260,6 +282,15 @@ class ExperimentConfig(StrictModel):
     conditions: tuple[ConditionConfig, ...] = Field(min_length=1)
     prices: dict[str, Price] = Field(default_factory=dict, description="by model name (or GGUF path)")
     presets: dict[str, PresetConfig] = Field(default_factory=dict, description="user-defined protocol presets")
+    budget: Budget | None = Field(default=None, description="spend caps (not part of the results)")
+
+    @model_serializer(mode="wrap")
+    def _budget_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``budget`` is left out of a dump while unset, so that the stored config of every run stays as it was."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("budget") is None:
+            data.pop("budget", None)
+        return data
 
     def planned_units(self) -> int:
         """Questions x seeds x conditions: the results a complete run holds."""

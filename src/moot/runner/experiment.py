@@ -41,6 +41,7 @@ from moot.runner.config import (
 )
 from moot.runner.evaluate import build_agents, check_agents, request_widths
 from moot.runner.shards import Shard, members, shard_output
+from moot.runner.spend import BudgetStop, Spent, reached, stored_spend
 from moot.runner.store import RunStore, StoreError, StoreLock
 from moot.runner.store.ledger import BatchLedger
 from moot.runner.summary import summary_json
@@ -88,6 +89,8 @@ class RunOutcome:
     errors: int
     wall_s: float
     left: int = 0  # ``--replay-only``: questions not stored because some call of theirs is stored nowhere
+    stopped: BudgetStop | None = None  # the ``[budget]`` cap that stopped the run (None: not stopped by one)
+    spent: Spent | None = None  # the store's total spend when the session ended (with a ``[budget]``)
 
 
 RUNS = Path("runs")  # the default stores' folder: the only folder moot creates (in an existing one)
@@ -145,7 +148,11 @@ def select_questions(task: Task, selection: TaskSelection, where: str) -> list[Q
     try:
         if selection.ids is not None:
             return task.by_ids(selection.ids, selection.split)
-        assert selection.count is not None
+        if selection.count is None:  # a data file task given neither count nor ids: every row, in file order
+            from moot.tasks.data import DatasetTask
+
+            assert isinstance(task, DatasetTask), "only a data file task may omit count and ids"
+            return list(task.items(selection.split))
         return task.questions(selection.count, selection.seed, selection.split)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
@@ -205,6 +212,7 @@ class Experiment:
         self.agents: dict[str, list[Agent]] = {}
         self.judges: dict[str, Agent] = {}
         self.cache: CallCache | None = None  # the running session's cache, for progress displays
+        self._stop: BudgetStop | None = None  # the ``[budget]`` cap that stops the running session
 
     @property
     def store(self) -> RunStore:
@@ -363,13 +371,17 @@ class Experiment:
         # model loads, no server is asked), and the models stored with the run stay its record of them
         left = self._pending(self._store.done(), options) if self._store is not None else None
         idle = left is not None and not left
+        budget = self.config.budget
+        # a cap the store's calls have reached already: no question starts, so no backend is built either
+        spent_before = stored_spend(self._store, self.config.prices) if budget and self._store is not None else Spent()
+        capped = reached(budget, spent_before)
         if idle and self.store.meta().get("status") == "complete":
             # nor is anything written: the rerun computes nothing, so the store (one shipped with a
             # repository, say) stays byte for byte as it was
             if on_start is not None:
                 on_start(0)
             return RunOutcome(self.output, total, total, 0, 0, 0, 0, 0, time.perf_counter() - start)
-        if not idle:
+        if not idle and capped is None:
             running = {u.condition.name for u in left} if left is not None else chosen
             try:
                 await self._build_agents(set(running) if running is not None else None)
@@ -395,8 +407,11 @@ class Experiment:
             share=self.config.share_round0,
             sources=self.sources,
             replay_only=options.replay_only,
+            prices=self.config.prices,
+            spent=spent_before,
         )
         self.cache = cache
+        self._stop = capped
         status = "interrupted"
         failed = True
         try:
@@ -416,23 +431,30 @@ class Experiment:
             ]
             await asyncio.gather(*workers)
             finished = "complete" if len(self.store.done()) == total else "incomplete"
+            stop = self._stop if finished != "complete" else None
             # one transaction: a kill cannot leave a store that reads as complete without its summary (a
             # rerun, having nothing to compute, would never write it); before it, the run reads as killed
-            self.store.set_metas({"status": finished, "summary": summary_json(self.store)})
-            status = finished
+            metas: dict[str, Any] = {"status": finished, "summary": summary_json(self.store)}
+            if budget is not None or self.store.meta().get("stop_reason") is not None:
+                final = cache.spent.of(stop.measure) if stop is not None else None
+                metas["stop_reason"] = stop.meta(final or 0.0, self.store.session) if stop is not None else None
+            self.store.set_metas(metas)
+            status = finished if stop is None else f"stopped:{stop.measure}"
             failed = False
             selected = sum(1 for u in self.units() if chosen is None or u.condition.name in chosen)
             return RunOutcome(
                 self.output,
                 total,
                 selected - len(pending),
-                len(pending) - len(unstored),
+                len(pending) - len(unstored) - queue.qsize(),  # a cap leaves questions in the queue, not started
                 cache.usage.calls,
                 cache.replayed,
                 cache.copied,
                 cache.usage.errors,
                 time.perf_counter() - start,
                 len(unstored),
+                stop,
+                cache.spent if budget is not None else None,
             )
         finally:
             try:
@@ -492,6 +514,10 @@ class Experiment:
         left: list[Unit],
     ) -> None:
         while not queue.empty():
+            if self._stop is None:
+                self._stop = reached(self.config.budget, cache.spent)
+            if self._stop is not None:
+                return  # a cap is reached: no new question starts; those in flight (other workers') finish
             unit = queue.get_nowait()
             agents = self.agents[unit.condition.name]
             judge_agent = self.judges.get(unit.condition.name)

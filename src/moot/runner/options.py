@@ -147,7 +147,11 @@ class AgentOptions(BaseModel):
             config = ExperimentConfig(
                 name=_experiment_name(protocols, task),
                 seeds=(seed,),
-                tasks=(TaskSelection(name=task, data=data, count=questions or 5, seed=seed, **file_keys),),
+                tasks=(
+                    TaskSelection(
+                        name=task, data=data, count=questions or (None if file_keys else 5), seed=seed, **file_keys
+                    ),
+                ),
                 agent=self.agent_template(),
                 conditions=conditions,
             )

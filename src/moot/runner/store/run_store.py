@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 # a stored call's cached prompt tokens: the sum of its samples' ``cached_tokens``, 0 where none reported (a reply's
 # JSON is parsed only when it holds the key)
-_CACHED = (
+CACHED_TOKENS_SQL = (
     "CASE WHEN instr(reply, '\"cached_tokens\"') "
     "THEN (SELECT TOTAL(json_extract(value, '$.cached_tokens')) FROM json_each(reply, '$.samples')) ELSE 0 END"
 )
@@ -388,6 +388,16 @@ class RunStore:
             return status
         return "running" if latest and lock_holder(self.path) is not None else "interrupted"
 
+    def _selected(self, selection: dict[str, Any]) -> int:
+        """The questions a stored task selection takes: its ids, its count, or (a data file task given
+        neither) every row, as many as the store holds of that task once a run has read the file."""
+        if selection.get("ids") is not None:
+            return len(selection["ids"])
+        if selection.get("count") is not None:
+            return int(selection["count"])
+        (stored,) = self._db.execute("SELECT COUNT(*) FROM questions WHERE task = ?", (selection["name"],)).fetchone()
+        return int(stored)
+
     def listing(self) -> RunListing:
         """What ``moot runs`` shows of the run: its name, status (as ``run_meta`` reads it), creation time,
         moot version and planned results, from the stored metadata as written, without validating the
@@ -395,7 +405,7 @@ class RunStore:
         m = self.meta()
         try:
             config = m["config"]
-            per_seed = sum(len(t["ids"]) if t.get("ids") is not None else t.get("count") or 0 for t in config["tasks"])
+            per_seed = sum(self._selected(t) for t in config["tasks"])
             if m.get("shard") is not None:  # a shard's store plans its own questions only
                 from moot.runner.shards import Shard
 
@@ -577,7 +587,7 @@ class RunStore:
         """``calls()`` one at a time (a large run's report keeps none of them)."""
         columns = ", ".join(f.name for f in fields(StoredCall) if f.name not in ("batched", "cached_tokens"))
         batched = "json_extract(reply, '$.samples[0].batch') IS NOT NULL"
-        for row in self._db.execute(f"SELECT {columns}, {batched}, {_CACHED} FROM calls ORDER BY rowid"):
+        for row in self._db.execute(f"SELECT {columns}, {batched}, {CACHED_TOKENS_SQL} FROM calls ORDER BY rowid"):
             *stored, batched_call, cached = row
             yield replace(StoredCall(*stored), batched=bool(batched_call), cached_tokens=int(cached))
 
@@ -587,7 +597,7 @@ class RunStore:
         (``Sample.cached_tokens``, as the server reported them; a sample that reported none counts 0). A result
         none of whose calls reported a cached token is left out."""
         rows = self._db.execute(
-            f"SELECT t.condition, t.task, t.question_id, t.seed, SUM({_CACHED}) FROM turns t "
+            f"SELECT t.condition, t.task, t.question_id, t.seed, SUM({CACHED_TOKENS_SQL}) FROM turns t "
             "JOIN calls c ON c.key = t.call_key GROUP BY t.condition, t.task, t.question_id, t.seed"
         )
         return {(c, t, q, s): int(n) for c, t, q, s, n in rows if n}
@@ -675,15 +685,6 @@ class RunStore:
     def iter_results(self) -> Iterator[StoredResult]:
         """``results()`` one at a time, in the same order, each read with its own turns: memory stays that
         of one result however large the run (a report of a 20,000-question run)."""
-        from moot.debate.records import (
-            DebateResult,
-            FinalStatus,
-            JudgeVerdict,
-            PoolRecord,
-            RetentionRecord,
-            RoundRecord,
-            StopReason,
-        )
         from moot.tasks.base import Question
 
         questions = self.questions()
@@ -694,41 +695,80 @@ class RunStore:
             " ORDER BY q.rowid IS NULL, q.rowid, r.seed, c.rowid IS NULL, c.rowid, r.rowid"
         )
         for row in self._select(ordered):
-            unit = (row["condition"], row["task"], row["question_id"], row["seed"])
-            turns: dict[int, list[Turn]] = {}
-            keys: dict[tuple[int, str], str] = {}
-            where = "condition = ? AND task = ? AND question_id = ? AND seed = ?"
-            for t in self._select(f"SELECT * FROM turns WHERE {where} ORDER BY rowid", *unit):
-                turns.setdefault(t["round"], []).append(_turn(t))
-                keys[(t["round"], t["agent"])] = t["call_key"]
-            votes = {v["round"]: v for v in json.loads(row["votes"])}
-            rounds = tuple(
-                RoundRecord(
-                    index=i,
-                    turns=tuple(ts),
-                    vote=_vote(votes[i]),
-                    judge=_record(JudgeVerdict, votes[i]["judge"]) if votes[i]["judge"] else None,
-                    pool=_record(PoolRecord, votes[i]["pool"]) if votes[i]["pool"] else None,
-                    retention=_record(RetentionRecord, votes[i]["retention"]) if votes[i]["retention"] else None,
-                )
-                for i, ts in sorted(turns.items())
-            )
             question = questions.get((row["task"], row["question_id"])) or Question(row["question_id"], "", "")
-            result = DebateResult(
-                question=question,
-                protocol=row["protocol"],
-                rounds=rounds,
-                final_answer=row["final_answer"],
-                status=FinalStatus(row["status"]),
-                correct=bool(row["correct"]),
-                stop_reason=StopReason(row["stop_reason"]),  # stored as its plain name
-                error=row["error"],
-                final_judge=_record(JudgeVerdict, json.loads(row["final_judge"])) if row["final_judge"] else None,
+            yield self._stored_result(row, question)
+
+    @_guarded
+    def result(self, condition: str, task: str, question_id: str, seed: int) -> StoredResult | None:
+        """One stored result with its rounds, as ``iter_results`` reads it; None if it is not stored."""
+        from moot.tasks.base import Question
+
+        where = "condition = ? AND task = ? AND question_id = ? AND seed = ?"
+        row = next(self._select(f"SELECT * FROM results WHERE {where}", condition, task, question_id, seed), None)
+        if row is None:
+            return None
+        q = next(self._select("SELECT * FROM questions WHERE task = ? AND question_id = ?", task, question_id), None)
+        question = (
+            Question(question_id, q["prompt"], q["gold"], json.loads(q["metadata"]))
+            if q is not None
+            else Question(question_id, "", "")
+        )
+        return self._stored_result(row, question)
+
+    def _stored_result(self, row: sqlite3.Row, question: Question) -> StoredResult:
+        """A results row read with its turns and rounds."""
+        from moot.debate.records import (
+            DebateResult,
+            FinalStatus,
+            JudgeVerdict,
+            PoolRecord,
+            RetentionRecord,
+            RoundRecord,
+            StopReason,
+        )
+
+        unit = (row["condition"], row["task"], row["question_id"], row["seed"])
+        turns: dict[int, list[Turn]] = {}
+        keys: dict[tuple[int, str], str] = {}
+        where = "condition = ? AND task = ? AND question_id = ? AND seed = ?"
+        for t in self._select(f"SELECT * FROM turns WHERE {where} ORDER BY rowid", *unit):
+            turns.setdefault(t["round"], []).append(_turn(t))
+            keys[(t["round"], t["agent"])] = t["call_key"]
+        votes = {v["round"]: v for v in json.loads(row["votes"])}
+        rounds = tuple(
+            RoundRecord(
+                index=i,
+                turns=tuple(ts),
+                vote=_vote(votes[i]),
+                judge=_record(JudgeVerdict, votes[i]["judge"]) if votes[i]["judge"] else None,
+                pool=_record(PoolRecord, votes[i]["pool"]) if votes[i]["pool"] else None,
+                retention=_record(RetentionRecord, votes[i]["retention"]) if votes[i]["retention"] else None,
             )
-            detail = json.loads(row["metric_detail"]) if row["metric_detail"] is not None else None
-            yield StoredResult(
-                row["condition"], row["task"], row["seed"], result, row["session"], row["metric"], detail, keys
-            )
+            for i, ts in sorted(turns.items())
+        )
+        result = DebateResult(
+            question=question,
+            protocol=row["protocol"],
+            rounds=rounds,
+            final_answer=row["final_answer"],
+            status=FinalStatus(row["status"]),
+            correct=bool(row["correct"]),
+            stop_reason=StopReason(row["stop_reason"]),  # stored as its plain name
+            error=row["error"],
+            final_judge=_record(JudgeVerdict, json.loads(row["final_judge"])) if row["final_judge"] else None,
+        )
+        detail = json.loads(row["metric_detail"]) if row["metric_detail"] is not None else None
+        return StoredResult(
+            row["condition"], row["task"], row["seed"], result, row["session"], row["metric"], detail, keys
+        )
+
+    @_guarded
+    def select(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        """The rows of one SQL query, for a reader that aggregates (``moot view``'s counts); only SELECTs.
+        A store opened with ``RunStore.read`` is read-only, so a query can change nothing there either."""
+        if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+            raise StoreError(f"{self.path}: only SELECT queries are read, not {sql.split()[0]!r}")
+        return self._db.execute(sql, args).fetchall()
 
     # -- tables as stored (for export) --------------------------------------------------
     @staticmethod

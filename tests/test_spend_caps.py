@@ -178,10 +178,18 @@ def test_bad_cap_options_are_refused_by_name(tmp_path: Path, option: str, value:
         ({"max_cost": float("nan")}, "budget.max_cost: Input should be a finite number"),
         ({"max_cost": float("inf")}, "budget.max_cost: Input should be a finite number"),
         ({"max_calls": -1}, "budget.max_calls: Input should be greater than or equal to 1"),
-        ({"currency": "EUR"}, "budget.currency: unknown key"),
+        (
+            {"max_cost": 5, "currency": "EUR"},
+            "budget.currency: currency 'EUR' is not one moot prices in: [prices] and max_cost are US dollars (USD)",
+        ),
+        ({"max_cost": 5, "dollars": True}, "budget.dollars: unknown key"),
     ],
 )
 def test_bad_budget_tables_are_refused_by_key(table: dict[str, Any], problem: str) -> None:
     with pytest.raises(ConfigError) as error:
         config(table)
     assert str(error.value) == f"experiment: {problem}"
+
+
+def test_the_budget_currency_is_usd_in_any_case() -> None:
+    assert config({"max_cost": 5, "currency": "usd"}).budget.currency == "USD"

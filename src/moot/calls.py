@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from dataclasses import dataclass, field
 
-from moot.backends.base import Backend, GenerationRequest, Reply
+from moot.backends.base import Backend, GenerationRequest, Reply, call_session
+
+
+def session_id(*parts: object) -> str:
+    """A stable, opaque session id of ``parts`` (16 hex digits): what the header carries, no question text."""
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -39,10 +46,16 @@ class Caller:
 
     def __init__(self) -> None:
         self.usage = Usage()
+        self._scope = uuid.uuid4().hex  # one debate: its agents' sessions are its own
+
+    def session(self, agent: str) -> str:
+        """The session id of ``agent``'s calls in this caller's debate (``CALL_SESSION``)."""
+        return session_id(self._scope, agent)
 
     async def call(self, backend: Backend, request: GenerationRequest, *, agent: str, round: int) -> Reply:
         try:
-            reply = await backend.generate(request)
+            with call_session(self.session(agent)):
+                reply = await backend.generate(request)
         except Exception:
             self.usage.errors += 1
             raise

@@ -233,6 +233,7 @@ class FaultProxy(Served):
         self.seen = 0
         self.injected: dict[str, int] = {}
         self.bodies: list[dict[str, object]] = []  # every chat-completion request, as sent
+        self.headers: list[dict[str, str]] = []  # and its headers (names in lower case)
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -298,6 +299,7 @@ class FaultProxy(Served):
                     with proxy._count:  # requests come on several threads at once
                         proxy.seen += 1
                         proxy.bodies.append(json.loads(body))
+                        proxy.headers.append({k.lower(): v for k, v in self.headers.items()})
                         fault = proxy.faults.pop(0) if proxy.faults else "pass"
                         if fault != "pass":
                             proxy.injected[str(fault)] = proxy.injected.get(str(fault), 0) + 1

@@ -6,10 +6,29 @@ re-exported here for the modules that import it from the interface.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from moot.backends.config import BackendConfig as BackendConfig
+
+# The session of the call being made: one agent's conversation in one debate, stable over its rounds. A backend
+# that can send it (the openai kind's ``session_header``) reads it here, so that a session-aware router behind one
+# URL keeps the agent on one replica (whose prefix cache holds its history); it is never part of a request's key.
+CALL_SESSION: ContextVar[str | None] = ContextVar("moot_call_session", default=None)
+
+
+@contextlib.contextmanager
+def call_session(session: str) -> Iterator[None]:
+    """Calls made inside carry ``session`` (``CALL_SESSION``)."""
+    token = CALL_SESSION.set(session)
+    try:
+        yield
+    finally:
+        CALL_SESSION.reset(token)
+
 
 Role = Literal["system", "user", "assistant"]
 

@@ -69,6 +69,7 @@ LATER_OPTIONS = frozenset(
         "batch",
         "batch_poll_s",
         "batch_deadline_s",
+        "session_header",
     }
 )
 # Per kind: options that kind gained after its stores were first written, though another kind had them from the
@@ -289,6 +290,13 @@ class OpenAIBackendConfig(BackendSettings):
         gt=0,
         description="spend at most this many prompt and completion tokens in any minute (over all endpoints; a "
         "request counts its prompt's characters / 4 plus max_tokens until its reply says)",
+    )
+    session_header: str = Field(
+        default="x-session-id",
+        pattern=r"^$|^[A-Za-z0-9-]{1,64}$",
+        description="a header carrying each agent's session id (one per agent, question and seed, the same over "
+        "its rounds), so a session-aware router behind one URL (vLLM production-stack, Ray Serve, SGLang's "
+        "router) keeps an agent on one replica; empty: none sent",
     )
     routing: Literal["affinity", "least-loaded"] = Field(
         default="affinity",

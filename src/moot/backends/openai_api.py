@@ -68,7 +68,7 @@ from urllib.parse import SplitResult, parse_qsl, urljoin, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
+from moot.backends.base import CALL_SESSION, GenerationRequest, Reply, Sample, TokenLogprob
 from moot.backends.batches import Batcher, Ledger
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.local import sample_seed
@@ -269,6 +269,7 @@ class OpenAIBackend:
             PrefixMap() if config.routing == "affinity" and len(self._endpoints) > 1 else None
         )
         self._affinity_factor = config.affinity_factor
+        self._session_header = config.session_header
         self._batch_options = (config.batch_poll_s, config.batch_deadline_s)
         self._batcher: Batcher | None = None
         if config.batch:
@@ -458,10 +459,13 @@ class OpenAIBackend:
         if record is None:
             record = sample_record()
 
+        session = CALL_SESSION.get()
+        headers = {self._session_header: session} if session is not None and self._session_header else None
+
         def send(client: Any) -> Awaitable[Any]:
             if record is not None:
                 record["sent"] = time.perf_counter()
-            return client.chat.completions.with_raw_response.create(**params)
+            return client.chat.completions.with_raw_response.create(**params, extra_headers=headers)
 
         def check(completion: _Completion, url: str) -> tuple[_Choice, _Usage | None]:
             if record is not None:

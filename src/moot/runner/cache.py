@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from moot.backends.base import Backend, GenerationRequest, Reply
-from moot.calls import Caller, Usage
+from moot.calls import Caller, Usage, call_session, session_id
 from moot.errors import MootError
 from moot.runner.config import Price
 from moot.runner.spend import Spent
@@ -139,10 +139,16 @@ class RecordingCaller(Caller):
             "backend": backend.name,
             "model_name": self._model_name(agent),
         }
-        key, reply = await self._cache.call(backend, request, place)
+        with call_session(self.session(agent)):
+            key, reply = await self._cache.call(backend, request, place)
         self.keys[(round, agent)] = key
         self.usage.add(reply)
         return reply
+
+    def session(self, agent: str) -> str:
+        """The question's agent, whatever the condition: conditions that share round 0 share its history, so
+        their later turns are best served where round 0 was."""
+        return session_id(self._place["task"], self._place["question_id"], self._place["seed"], agent)
 
     def _model_name(self, agent: str) -> str:
         """The speaker's model; a scorer's calls ("judge/agent-1:fact-0") belong to the judge's."""

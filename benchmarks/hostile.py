@@ -12,11 +12,18 @@ HTTP server on 127.0.0.1 that this script runs), and sorts what happened into on
 - ``data loss``: a file moot must not touch changed;
 - ``secret``: a planted API key, or an encoding of it, reached the output or the store;
 - ``wrong silently``: moot went on and its output or store is wrong without saying so (a raw escape on
-  the terminal, numbers from a bad reply, two models in one run, ...).
+  the terminal, numbers from a bad reply, two models in one run, ...);
+- ``by design``: moot went on as it documents, though the input looks hostile (an empty file taken over as
+  the store, ``--port 0`` serving on a free port, a dry run that says it cannot bound the cost).
+
+Items 11 and 12 (issue 59) aim at the newer machinery (``moot view``, ``run --dry-run`` and its prices, spend
+caps and ``[budget]``, ``moot.open``) and at the reasoning parser (nested, late and doubled ``<think>``
+blocks).
 
     python benchmarks/hostile.py                        # every case, with this checkout's moot
     python benchmarks/hostile.py --src /tmp/old/src     # another checkout's moot (before/after counts)
     python benchmarks/hostile.py --item 3 --verbose     # one item's cases, with what each printed
+    python benchmarks/hostile.py --item 11 --item 12    # issue 59's cases only
 """
 
 from __future__ import annotations
@@ -25,13 +32,16 @@ import argparse
 import base64
 import json
 import os
+import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,8 +57,8 @@ from tests.helpers import query
 from tests.integration.servers import CANNED_MODEL, Answer, Handler, Hostile, completion, reply, trickle
 
 CLEAN, QUESTION_ERROR, TRACEBACK, HANG = "clean", "question error", "traceback", "hang"
-DATA_LOSS, SECRET, WRONG = "data loss", "secret", "wrong silently"
-OUTCOMES = (CLEAN, QUESTION_ERROR, TRACEBACK, HANG, DATA_LOSS, SECRET, WRONG)
+DATA_LOSS, SECRET, WRONG, BY_DESIGN = "data loss", "secret", "wrong silently", "by design"
+OUTCOMES = (CLEAN, QUESTION_ERROR, BY_DESIGN, TRACEBACK, HANG, DATA_LOSS, SECRET, WRONG)
 
 KEY = "hostile_0123456789/abcdef+XYZ=key"  # the planted API key (no "sk-": that prefix is masked by its look)
 KEY_ENV = "MOOT_HOSTILE_KEY"
@@ -465,6 +475,21 @@ def _resamples(ctx: Context) -> str:
     return proc.failure or CLEAN  # refused, or done within the time
 
 
+@case(3, "a named pipe with no reader as --trace")
+def _trace_pipe(ctx: Context) -> str:
+    os.mkfifo(ctx.folder / "trace.pipe")
+    ctx.timeout_s = 30
+    proc = ctx.moot("run", str(experiment(ctx, SCRIPTED)), "--trace", "trace.pipe")
+    return WRONG if (ctx.folder / "run.sqlite").exists() and not proc.failure else _refused(proc)
+
+
+@case(3, "COLUMNS=100000000")
+def _huge_columns(ctx: Context) -> str:
+    store = scripted_run(ctx)
+    proc = ctx.moot("report", str(store), "--no-html", env=ctx.env(COLUMNS="100000000"))
+    return proc.failure or (CLEAN if proc.rc == 0 and len(proc.out) < 1_000_000 else WRONG)
+
+
 # 4. two models silently mixed ------------------------------------------------------------------------------
 @case(4, "resuming after the server switched its only model")
 def _switch(ctx: Context) -> str:
@@ -643,9 +668,14 @@ for _what, _values in {
 
 @case(7, "an empty existing file as output")
 def _empty_output(ctx: Context) -> str:
+    """Documented (README's store bullets, `moot run --help`): an empty file is taken over as the new store."""
     victim = ctx.write("run.sqlite", "")
     proc = ctx.moot("run", str(experiment(ctx, SCRIPTED)))
-    return proc.failure or (CLEAN if proc.rc != 0 and victim.stat().st_size == 0 else WRONG)
+    if proc.failure:
+        return proc.failure
+    if proc.rc != 0 and victim.stat().st_size == 0:
+        return CLEAN
+    return BY_DESIGN if proc.rc == 0 and sum(statuses(victim).values()) == 1 else WRONG
 
 
 def _names(ctx: Context, first: str, second: str) -> str:
@@ -747,6 +777,192 @@ def _export_killed(ctx: Context) -> str:
     os.utime(part, (time.time() - 3600, time.time() - 3600))
     proc = ctx.moot("export", str(store), "--out", "out.jsonl")
     return proc.failure or (WRONG if list(ctx.folder.glob(".*.part")) else CLEAN)
+
+
+# 11. issue 59: the newer machinery (moot view, dry runs and prices, spend caps, moot.open) -------------------
+def _refused(proc: Proc, option: str | None = None) -> str:
+    """A refusal: a `moot: error:` line, or the command line's usage error naming ``option``."""
+    if proc.failure:
+        return proc.failure
+    named = option is not None and f"'{option}'" in proc.text
+    return CLEAN if proc.rc not in (0, None) and ("moot: error:" in proc.text or named) else WRONG
+
+
+def _view_refused(ctx: Context, *args: str, option: str | None = None) -> str:
+    ctx.timeout_s = 20  # a refusal is at once; a view that serves never ends by itself
+    return _refused(ctx.moot("view", *args), option)
+
+
+@case(11, "moot view of a file that is not a store")
+def _view_text(ctx: Context) -> str:
+    return _view_refused(ctx, str(ctx.write("notes.txt", "not a store\n")))
+
+
+@case(11, "moot view of a directory")
+def _view_folder(ctx: Context) -> str:
+    return _view_refused(ctx, ".")
+
+
+@case(11, "moot view on a port in use")
+def _view_port_in_use(ctx: Context) -> str:
+    store = scripted_run(ctx)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        return _view_refused(ctx, str(store), "--port", str(taken.getsockname()[1]))
+
+
+for _port in ("-1", "70000"):
+    case(11, f"moot view --port {_port}")(
+        lambda ctx, port=_port: _view_refused(ctx, "x.sqlite", "--port", port, option="--port")
+    )
+
+
+@case(11, "moot view --port 0")
+def _view_port_zero(ctx: Context) -> str:
+    """--port 0 is the default: a free port the system picks, whose page must answer."""
+    store = scripted_run(ctx)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moot", "view", str(store), "--port", "0"], cwd=ctx.folder, env=ctx.env(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode("utf-8", "replace")  # its URL, at once
+        url = line[line.find("http://") :].split()[0] if "http://" in line else ""
+        if not url or url.rstrip("/").endswith(":0"):
+            return TRACEBACK if "Traceback" in line else WRONG
+        with urllib.request.urlopen(url, timeout=10) as page:
+            return BY_DESIGN if page.status == 200 else WRONG
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait()
+
+
+def _dry_run(ctx: Context, prices: dict[str, Any] | None) -> str:
+    """A dry run's bounds: a bad price refused; none said to leave the cost unbounded; never inf or NaN."""
+    top = {"prices": {"numbers": prices}} if prices is not None else None
+    proc = ctx.moot("run", str(experiment(ctx, SCRIPTED, top=top)), "--dry-run")
+    if proc.failure or proc.rc != 0:
+        return _refused(proc)
+    if re.search(r"(?i)\$inf|\binf\b|\bnan\b", proc.text):
+        return WRONG
+    if (ctx.folder / "run.sqlite").exists():
+        return WRONG  # a dry run creates nothing
+    return BY_DESIGN if prices is None and "no price for" in proc.text else CLEAN
+
+
+case(11, "moot run --dry-run without prices")(lambda ctx: _dry_run(ctx, None))
+for _what, _price in {"NaN": float("nan"), "negative": -1.0, "1e308": 1e308}.items():
+    case(11, f"moot run --dry-run with a price of {_what}")(
+        lambda ctx, price=_price: _dry_run(ctx, {"prompt": price, "completion": 1.0})
+    )
+
+
+def _capped(ctx: Context, option: str, value: str) -> str:
+    """A spend cap that cannot be one: refused before any store is made."""
+    proc = ctx.moot("run", str(experiment(ctx, SCRIPTED)), option, value)
+    if (ctx.folder / "run.sqlite").exists() and not proc.failure:
+        return WRONG
+    return _refused(proc, option)
+
+
+for _value in ("0", "-1", "nan", "inf", "1e400"):
+    case(11, f"--max-cost {_value}")(partial(_capped, option="--max-cost", value=_value))
+case(11, "--max-calls 0")(partial(_capped, option="--max-calls", value="0"))
+
+
+@case(11, "a [budget] in EUR")
+def _budget_eur(ctx: Context) -> str:
+    exp = experiment(ctx, SCRIPTED, top={"budget": {"max_cost": 1.0, "currency": "EUR"}})
+    proc = ctx.moot("run", str(exp))
+    return WRONG if (ctx.folder / "run.sqlite").exists() else _refused(proc)
+
+
+def _open(ctx: Context, argument: str) -> str:
+    """moot.open in a script: a MootError saying what is wrong (what a script catches), no other exception."""
+    code = (
+        "import moot\nfrom moot.errors import MootError\ntry:\n    moot.open(ARG)\n"
+        "except MootError as exc:\n    print('moot: error:', exc)\n    raise SystemExit(2)\n"
+    ).replace("ARG", argument)
+    script = ctx.write("open_case.py", code)
+    return _refused(ctx.moot(shell=f"'{sys.executable}' {script.name}"))
+
+
+@case(11, "moot.open of a file that is not a store")
+def _open_text(ctx: Context) -> str:
+    ctx.write("notes.txt", "not a store\n")
+    return _open(ctx, "'notes.txt'")
+
+
+case(11, "moot.open of an empty list")(lambda ctx: _open(ctx, "[]"))
+case(11, "moot.open of a directory")(lambda ctx: _open(ctx, "'.'"))
+
+
+# 12. issue 59: reasoning replies --------------------------------------------------------------------------
+def _turns(store: Path) -> list[tuple[str, str | None, str]]:
+    """Each stored turn's content, reasoning and what its agent was shown."""
+    return [(t, r, s) for t, r, s in query(store, "SELECT text, reasoning, shown FROM turns")]
+
+
+def _reasoned(ctx: Context, run: Callable[[Path], Proc], hidden: tuple[str, ...], content: str) -> str:
+    """A two-agent debate of replies that think: every turn's content is ``content``, its reasoning holds every
+    ``hidden`` mark, and no agent is shown a mark or a tag (peers see the content only)."""
+    conditions = [{"name": "society", "protocol": "society", "agents": 2, "rounds": 2}]
+    proc = run(experiment(ctx, SCRIPTED, conditions=conditions))  # the backend is replaced by ``run``
+    store = ctx.folder / "run.sqlite"
+    if proc.failure or not store.exists():
+        return proc.failure or WRONG
+    turns = _turns(store)
+    if not turns or statuses(store).get("error"):
+        return QUESTION_ERROR
+    for text, reasoning, shown in turns:
+        if text != content or not all(mark in (reasoning or "") for mark in hidden):
+            return WRONG
+        if any(mark in shown for mark in (*hidden, "<think>", "</think>")):
+            return WRONG
+    return CLEAN
+
+
+def _scripted_reasoning(ctx: Context, reply: str, hidden: tuple[str, ...], content: str) -> str:
+    plugin = hostile_plugin(ctx)
+
+    def run(exp: Path) -> Proc:
+        text = exp.read_text().replace(toml_value(SCRIPTED), toml_value({"kind": "scripted", "model": "hostile"}))
+        exp.write_text(text.replace('output = "run.sqlite"', f'output = "run.sqlite"\nplugins = ["{plugin.name}"]'))
+        return ctx.moot("run", str(exp), env=ctx.env(MOOT_HOSTILE_REPLY=reply))
+
+    return _reasoned(ctx, run, hidden, content)
+
+
+case(12, "a nested <think> block")(
+    partial(
+        _scripted_reasoning,
+        reply="<think>a MARKA <think>b MARKB</think> c MARKC</think>The answer is 7.",
+        hidden=("MARKA", "MARKB", "MARKC"),
+        content="The answer is 7.",
+    )
+)
+case(12, "a <think> block after a first sentence")(
+    partial(
+        _scripted_reasoning,
+        reply="First, a look. <think>hidden MARKL</think> The answer is 7.",
+        hidden=("MARKL",),
+        content="First, a look.\n\nThe answer is 7.",
+    )
+)
+
+
+@case(12, "reasoning_content and a <think> block in one reply")
+def _field_and_block(ctx: Context) -> str:
+    said = {"reasoning_content": "field MARKF"}
+    with serving(answering(completion("<think>block MARKT</think>The answer is 7.", message=said))) as server:
+
+        def run(exp: Path) -> Proc:
+            exp.write_text(exp.read_text().replace(toml_value(SCRIPTED), toml_value(openai(server))))
+            return ctx.moot("run", str(exp))
+
+        return _reasoned(ctx, run, ("MARKF", "MARKT"), "The answer is 7.")
 
 
 # -- the suite ---------------------------------------------------------------------------------------------

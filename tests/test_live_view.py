@@ -208,6 +208,12 @@ def test_a_path_that_is_not_a_store_is_one_line(tmp_path: Path) -> None:
     assert "is not a moot run store: it is not an SQLite database" in other.stderr
     with pytest.raises(StoreError):
         LiveRun(text)
+    for folder in (tmp_path, Path(".")):  # "." has no name of its own: it once raised a ValueError's traceback
+        shown = moot("view", str(folder))
+        assert shown.returncode == 2
+        assert shown.stderr.splitlines() == [
+            f"moot: error: {folder} is a folder, not a run store (a .sqlite file moot run wrote)"
+        ]
 
 
 def test_a_port_in_use_is_one_line(store: Path) -> None:

@@ -37,6 +37,7 @@ NOT_RUN = {
     ("theory", "engine-check"),
     ("models", "fetch"),
     ("view", "runs/compare-arithmetic.sqlite"),  # serves until Ctrl-C (tests/test_live_view.py runs it)
+    ("launch", "examples/slurm-gsm8k.toml"),  # submits Slurm jobs (tests/test_launch.py runs launches on a cluster)
 }
 
 

@@ -51,8 +51,8 @@ QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")
         ("<think>2+2 is 4, so the answer is", None, Split("", "2+2 is 4, so the answer is")),
         # the server's field (vLLM, SGLang, llama-server): the content holds the answer alone
         ("The answer is 4.", "2+2 is 4", Split("The answer is 4.", "2+2 is 4")),
-        # llama-server's deepseek-legacy: the field and the tags in the content; the field wins
-        ("<think>2 + 2 = 4</think>The answer is 4.", "2+2 is 4", Split("The answer is 4.", "2+2 is 4")),
+        # llama-server's deepseek-legacy: the field and the same text in tags in the content; kept once
+        ("<think>2+2 is 4</think>The answer is 4.", "2+2 is 4", Split("The answer is 4.", "2+2 is 4")),
         ("", "the answer must be 4", Split("", "the answer must be 4")),  # reasoning, then nothing
         # a <think> that is not at the start is the content's own text
         ("I write <think> tags.", None, Split("I write <think> tags.", None)),
@@ -61,6 +61,50 @@ QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")
 )
 def test_split_reasoning(content: str, field: str | None, expected: Split) -> None:
     assert split_reasoning(content, field) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "field", "expected"),
+    [
+        # a block inside a block: the whole outer block is reasoning, the inner tags kept in it as written
+        (
+            "<think>a <think>b</think> c</think>The answer is 7.",
+            None,
+            Split("The answer is 7.", "a <think>b</think> c"),
+        ),
+        # the same, its outer block opened by the template
+        ("a <think>b</think> c</think>The answer is 7.", None, Split("The answer is 7.", "a <think>b</think> c")),
+        # a nested block that never closes: all reasoning
+        ("<think>a <think>b</think> c", None, Split("", "a <think>b</think> c")),
+        # a block after a first sentence: split out, the text before and after it kept as content
+        (
+            "Let me think. <think>2+2 is 4, not 5</think> The answer is 4.",
+            None,
+            Split("Let me think.\n\nThe answer is 4.", "2+2 is 4, not 5"),
+        ),
+        # two blocks: both reasoning, in order; the text between and after them content
+        (
+            "<think>one</think>Mid. <think>two</think>The answer is 3.",
+            None,
+            Split("Mid.\n\nThe answer is 3.", "one\n\ntwo"),
+        ),
+        # an opening tag after the start that never closes is the content's own text, as is a lone one
+        ("The answer is 4. <think>hmm", None, Split("The answer is 4. <think>hmm", None)),
+        # the server's field and a block of other text in the content: both kept, the field first
+        ("<think>2 + 2 = 4</think>The answer is 4.", "2+2 is 4", Split("The answer is 4.", "2+2 is 4\n\n2 + 2 = 4")),
+        ("First. <think>b</think> The answer is 4.", "a", Split("First.\n\nThe answer is 4.", "a\n\nb")),
+    ],
+)
+def test_split_reasoning_of_nested_later_and_doubled_blocks(content: str, field: str | None, expected: Split) -> None:
+    assert split_reasoning(content, field) == expected
+
+
+def test_openai_backend_keeps_a_block_beside_the_reasoning_field(vllm_like: Any) -> None:
+    """A server that sends ``reasoning_content`` and leaves a <think> block of other text in the content: both
+    are the reply's reasoning; the content peers see holds neither."""
+    server = vllm_like(("<think>b</think> The answer is 4.", "a", "stop", 3))
+    sample = asyncio.run(_generate(server.url, GenerationRequest(ASK))).samples[0]
+    assert (sample.text, sample.reasoning) == ("The answer is 4.", "a\n\nb")
 
 
 # -- a real HTTP server that answers as vLLM does ---------------------------------------------------------

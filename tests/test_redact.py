@@ -199,3 +199,71 @@ def test_a_model_id_embedding_the_key_is_masked() -> None:
     register_secret(key)
     for form in [key, *_encodings(key)]:
         assert redact(f"openai:http://127.0.0.1:8080/v1:llama-{form}") == "openai:http://127.0.0.1:8080/v1:llama-***"
+
+
+# -- issue 59: a key holding quotes, a backslash and a run of spaces -------------------------------------------
+ODD_KEY = 'xQ"yQQ\\zRR;,wSS  tailTT'  # as typed in the environment: a quote, a backslash, ";,", two spaces
+ODD_PIECES = ("yQQ", "zRR", "wSS", "tailTT")  # what must not be left of it anywhere
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        ODD_KEY,
+        'xQ"yQQ\\zRR;,wSS tailTT',  # its run of spaces collapsed (an error message shortened to one line)
+        'xQ\\"yQQ\\\\zRR;,wSS  tailTT',  # JSON-escaped
+        'xQ\\"yQQ\\\\zRR;,wSS tailTT',  # JSON-escaped, spaces collapsed
+        "xQ%22yQQ%5CzRR%3B%2CwSS%20%20tailTT",  # URL-encoded
+        "xQ%22yQQ%5CzRR%3B%2CwSS++tailTT",  # URL-encoded as a form
+        "xQ%22yQQ%5CzRR;,wSS%20%20tailTT",  # URL-encoded with ";," left as they are (a path's encoding)
+        "xQ%22yQQ%5czRR%3b%2cwSS%20%20tailTT",  # lower-case escapes
+        'xQ"yQQ\\\\zRR;,wSS  tailTT',  # Python's repr of it (a dict printed whole)
+        "xQ&quot;yQQ\\zRR;,wSS  tailTT",  # HTML-escaped
+    ],
+)
+def test_a_key_with_quotes_a_backslash_and_spaces_is_masked_whole_in_every_form(form: str) -> None:
+    register_secret(ODD_KEY)
+    shown = redact(f"Incorrect API key provided: Bearer {form}. Try again")
+    assert shown == "Incorrect API key provided: Bearer ***. Try again", (form, shown)
+
+
+async def test_a_401_echoing_a_key_with_quotes_a_backslash_and_spaces_masks_it_whole(
+    server: FaultProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOOT_REDACT_KEY", ODD_KEY)
+    backend = OpenAIBackend(OpenAIBackendConfig(base_url=server.url, model="m", api_key_env="MOOT_REDACT_KEY"))
+    server.faults = [ECHO_KEY]
+    with pytest.raises(BackendError) as raised:
+        await backend.generate(GenerationRequest(messages=(Message("user", "hi"),), max_tokens=4))
+    await backend.aclose()
+    assert server.headers[0]["authorization"] == f"Bearer {ODD_KEY}"  # sent as it is
+    assert str(raised.value) == f"{server.url} answered HTTP 401: Incorrect API key provided: Bearer ***"
+
+
+def test_a_key_with_quotes_a_backslash_and_spaces_reaches_no_store_export_report_or_terminal(
+    server: FaultProxy, tmp_path: Path
+) -> None:
+    server.faults = [ECHO_KEY]
+    store = tmp_path / "run.sqlite"
+    env = os.environ | {"MOOT_REDACT_KEY": ODD_KEY}
+    common = ["--backend", "openai", "--base-url", server.url, "--api-key-env", "MOOT_REDACT_KEY", "-p", "single"]
+    printed = []
+    for args in (
+        ["run", *common, "-q", "1", "-o", str(store)],
+        ["report", str(store), "--html", str(tmp_path / "report.html"), "--resamples", "100"],
+        ["export", str(store), "--table", "call_errors", "--out", str(tmp_path / "errors.jsonl")],
+        ["export", str(store), "--table", "results", "--out", str(tmp_path / "results.jsonl")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "moot", *args], capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env
+        )
+        printed.append(done.stdout + done.stderr)
+        assert done.returncode == (1 if args[0] == "run" else 0), printed[-1]
+    assert "IncorrectAPIkeyprovided:Bearer***" in flat(printed[0])
+    errors = (tmp_path / "errors.jsonl").read_text()
+    assert "Incorrect API key provided: Bearer ***" in errors, errors
+    for path in (store, tmp_path / "report.html", tmp_path / "errors.jsonl", tmp_path / "results.jsonl"):
+        data = path.read_bytes()
+        assert not [p for p in ODD_PIECES if p.encode() in data], path.name
+    for text in printed:
+        assert not [p for p in ODD_PIECES if p in flat(text)], text

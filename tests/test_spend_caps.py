@@ -193,3 +193,15 @@ def test_bad_budget_tables_are_refused_by_key(table: dict[str, Any], problem: st
 
 def test_the_budget_currency_is_usd_in_any_case() -> None:
     assert config({"max_cost": 5, "currency": "usd"}).budget.currency == "USD"
+
+
+def test_a_price_too_large_to_sum_is_refused_by_key() -> None:
+    """1e308 dollars per million tokens once made a dry run's bound $inf; a price is at most $1 a token."""
+    table = {
+        "name": "p",
+        "tasks": [{"name": "arithmetic", "count": 1}],
+        "conditions": [{"name": "s", "protocol": "single"}],
+    }
+    with pytest.raises(ConfigError, match=r"prices.m.completion: Input should be less than or equal to 1000000"):
+        parse_experiment(table | {"prices": {"m": {"prompt": 1.0, "completion": 1e308}}})
+    assert parse_experiment(table | {"prices": {"m": {"prompt": 1e6, "completion": 1e6}}}).prices["m"].prompt == 1e6

@@ -46,11 +46,11 @@ class Caller:
 
     def __init__(self) -> None:
         self.usage = Usage()
-        self._scope = uuid.uuid4().hex  # one debate: its agents' sessions are its own
+        self._session_scope = uuid.uuid4().hex  # one debate: its agents' sessions are its own
 
     def session(self, agent: str) -> str:
         """The session id of ``agent``'s calls in this caller's debate (``CALL_SESSION``)."""
-        return session_id(self._scope, agent)
+        return session_id(self._session_scope, agent)
 
     async def call(self, backend: Backend, request: GenerationRequest, *, agent: str, round: int) -> Reply:
         try:

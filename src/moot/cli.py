@@ -22,6 +22,7 @@ from moot.analysis.live_cli import view as _view
 from moot.cli_output import escaped, fit_table, joined_lines, make_console, plural, printable, shortened
 from moot.cli_support import guarded_output, print_error, reflow_help, reports_errors, shared_options
 from moot.errors import MootError
+from moot.launch_cli import launch as _launch
 from moot.theory.cli import theory_app
 from moot.training.cli import train_app
 
@@ -38,6 +39,7 @@ app.command("report")(_report)
 app.command("compare")(_compare)
 app.command("results")(_results)
 app.command("view")(_view)
+app.command("launch")(_launch)
 app.add_typer(readers_app, name="readers")
 app.add_typer(theory_app, name="theory")
 app.add_typer(train_app, name="train")
@@ -201,7 +203,10 @@ def run(
         typer.Option(
             "--output",
             "-o",
-            help="The run's SQLite store, in an existing folder (default: runs/<name>-<config hash>.sqlite).",
+            help="The run's SQLite store, in an existing folder (default: runs/<name>-<config hash>.sqlite). An "
+            "existing empty file there is taken over as the new store (as is an SQLite database without tables: what "
+            "a run killed while creating its store leaves); this experiment's store is resumed; any other file is "
+            "refused.",
         ),
     ] = None,
     no_cache: Annotated[
@@ -290,7 +295,7 @@ def run(
         typer.Option(
             "--dry-run",
             help="Load no model and make no call: print per condition the questions, and upper bounds of the calls, "
-            "prompt and completion tokens and cost (at the experiment's [prices]) with every round played; and "
+            "prompt and completion tokens and cost (at the experiment's \\[prices]) with every round played; and "
             "what the store holds and what is left.",
         ),
     ] = False,
@@ -299,7 +304,7 @@ def run(
         typer.Option(
             "--max-calls",
             help="Stop once the store holds this many calls (every session's, not only this one's: a rerun with a "
-            "higher cap continues to it); questions in flight finish, none starts. Also [budget] max_calls.",
+            "higher cap continues to it); questions in flight finish, none starts. Also \\[budget] max_calls.",
         ),
     ] = None,
     max_total_tokens: Annotated[
@@ -307,7 +312,7 @@ def run(
         typer.Option(
             "--max-total-tokens",
             help="Stop once the store's calls total this many prompt + completion tokens (as --max-calls; "
-            "--max-tokens is each reply's limit). Also [budget] max_tokens.",
+            "--max-tokens is each reply's limit). Also \\[budget] max_tokens.",
         ),
     ] = None,
     max_cost: Annotated[
@@ -315,8 +320,8 @@ def run(
         typer.Option(
             "--max-cost",
             metavar="USD",
-            help="Stop once the store's calls cost this many US dollars at the experiment's [prices] (as "
-            "--max-calls; a model without a price adds nothing). Also [budget] max_cost.",
+            help="Stop once the store's calls cost this many US dollars at the experiment's \\[prices] (as "
+            "--max-calls; a model without a price adds nothing). Also \\[budget] max_cost.",
         ),
     ] = None,
     *,

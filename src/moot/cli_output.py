@@ -65,6 +65,13 @@ def shortened(text: str, width: int) -> str:
     return cut.rstrip() + "…"
 
 
+# the widest console moot prints to: a larger COLUMNS (or terminal) is taken as this, so that
+# `COLUMNS=100000000` cannot pad every table and rule out to hundreds of megabytes; and the narrowest
+# (`COLUMNS=0` printed nothing at all)
+MAX_CONSOLE_WIDTH = 1_000
+MIN_CONSOLE_WIDTH = 20
+
+
 def console_width(piped: int) -> int | None:
     """The width a console should be given: None (the terminal's own, or ``COLUMNS`` when set) on a
     terminal or where ``COLUMNS`` says; ``piped`` columns for a pipe or a file (logs, CI), or no stdout at all
@@ -76,8 +83,12 @@ def console_width(piped: int) -> int | None:
 
 
 def make_console(piped: int) -> Console:
-    """A console for moot's output: no highlighting, ``console_width(piped)`` wide."""
-    return Console(highlight=False, width=console_width(piped))
+    """A console for moot's output: no highlighting, ``console_width(piped)`` wide, within
+    ``MIN_CONSOLE_WIDTH`` and ``MAX_CONSOLE_WIDTH`` columns."""
+    console = Console(highlight=False, width=console_width(piped))
+    if not MIN_CONSOLE_WIDTH <= console.width <= MAX_CONSOLE_WIDTH:
+        console.width = min(max(console.width, MIN_CONSOLE_WIDTH), MAX_CONSOLE_WIDTH)
+    return console
 
 
 def natural_width(table: Table, console: Console) -> int:

@@ -20,11 +20,13 @@ file a write killed mid-way left is removed by the next write of that output (``
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from moot.errors import ConfigError, MootError
@@ -88,7 +90,8 @@ def write_output(path: Path, write: Callable[[Path], object], *, stream: bool = 
     terminal is written into. An OS fault is a MootError."""
     try:
         if check_file(path, stream=stream):  # /dev/stdout, a pipe: write into it
-            write(path)
+            with _reader_of(path):
+                write(path)
             return path
         clear_stale_parts(path)
         # a new name, created O_EXCL | O_NOFOLLOW (tempfile's flags): never an existing file or a link
@@ -110,6 +113,30 @@ def write_output(path: Path, write: Callable[[Path], object], *, stream: bool = 
         with contextlib.suppress(OSError):
             temporary.unlink()
     return path
+
+
+def open_pipe(path: Path) -> int | None:
+    """A write end of the named pipe at ``path``, opened without waiting for a reader (opening it to write
+    blocks until one comes, for ever if none does): a ConfigError where it has none; None for anything else."""
+    if not stat.S_ISFIFO(path.stat().st_mode):
+        return None
+    try:
+        return os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise ConfigError(f"{path} is a named pipe with no reader; start its reader first") from None
+        raise
+
+
+@contextlib.contextmanager
+def _reader_of(path: Path) -> Iterator[None]:
+    """A named pipe's reader checked (``open_pipe``) and its write end kept open while ``write`` opens it again."""
+    probe = open_pipe(path)
+    try:
+        yield
+    finally:
+        if probe is not None:
+            os.close(probe)
 
 
 def clear_stale_parts(target: Path) -> None:

@@ -13,7 +13,10 @@ It masks, with ``***``:
 - every secret registered with ``register_secret`` (the API key read from the environment, the
   credentials of a base URL and their Basic-authorization form), wherever it appears: as it is, in the
   encodings a server may echo it in (percent-encoded, base64, JSON-escaped) and, for a long one, cut short
-  (a server that shows only the start of the key it refused).
+  (a server that shows only the start of the key it refused). A secret holding quotes, backslashes or
+  spaces is masked whole however each of its characters is written (as it is, percent-encoded in either
+  case, JSON-, Python- or HTML-escaped, mixed as an encoder mixes them) and with each run of its spaces
+  written as any run of whitespace (a message shortened to one line).
 """
 
 from __future__ import annotations
@@ -49,7 +52,13 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 _SECRET_PARAM = re.compile(rf"(?i)^(?:{_PARAMS})$")
 
 _secrets: set[str] = set()
+# a secret's text -> its anchor and what matches it however its characters are written (``_any_form``)
+_patterns: dict[str, tuple[str, re.Pattern[str]]] = {}
 _lock = threading.Lock()
+
+# how JSON and Python escape a character with a backslash; HTML's names for the characters it escapes
+_BACKSLASHED = {'"': '"', "\\": "\\", "/": "/", "'": "'", "\n": "n", "\r": "r", "\t": "t"}
+_HTML_NAMES = {'"': "quot", "&": "amp", "<": "lt", ">": "gt", "'": "apos", "\xa0": "nbsp"}
 
 
 def register_secret(value: str | None) -> None:
@@ -57,10 +66,13 @@ def register_secret(value: str | None) -> None:
     ``_encodings``)."""
     if not value:
         return
+    collapsed = " ".join(value.split())  # as a message shortened to one line shows it
+    forms = _encodings(value) | _encodings(collapsed)
+    texts = {t for t in (value.strip(), unquote(value).strip()) if len(t) >= MIN_SECRET_LENGTH}
     with _lock:
-        for form in _encodings(value):
-            if len(form) >= MIN_SECRET_LENGTH:
-                _secrets.add(form)
+        _secrets.update(form for form in forms if len(form) >= MIN_SECRET_LENGTH)
+        for text in texts - _patterns.keys():
+            _patterns[text] = (_anchor(text), _any_form(text))
 
 
 def _encodings(value: str) -> set[str]:
@@ -78,6 +90,52 @@ def _encodings(value: str) -> set[str]:
         json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
     }
+
+
+def _any_form(text: str) -> re.Pattern[str]:
+    """What matches ``text`` with each character written in any of the forms an encoder writes it in (see
+    ``_character``), and each run of whitespace in it as any run of whitespace, as sent or escaped."""
+    pieces = [_SPACES if chunk.isspace() else "".join(map(_character, chunk)) for chunk in re.split(r"(\s+)", text)]
+    return re.compile("".join(p for p in pieces if p))
+
+
+def _character(c: str) -> str:
+    """A regular expression of ``c`` as it is, percent-encoded (hex in either case), JSON's ``\\uXXXX``,
+    escaped with a backslash (JSON, Python), or an HTML character reference. A letter or digit only as it is
+    (no encoder escapes one), so that the secret's longest run of them is text any match holds (``_anchor``)."""
+    if c.isalnum():
+        return re.escape(c)
+    utf16 = c.encode("utf-16-be")
+    forms = [
+        re.escape(c),
+        "".join("%" + _hex(f"{b:02X}") for b in c.encode()),
+        "".join(r"\\u" + _hex(utf16[i : i + 2].hex().upper()) for i in range(0, len(utf16), 2)),
+        f"&#0*{ord(c)};",
+        f"&#[xX]0*{_hex(f'{ord(c):X}')};",
+    ]
+    if c in _BACKSLASHED:  # a backslash doubled, or doubled again (escaped twice)
+        forms.append(re.escape("\\" + _BACKSLASHED[c]) + ("+" if c == "\\" else ""))
+    if c in _HTML_NAMES:
+        forms.append(f"&{_HTML_NAMES[c]};")
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _anchor(text: str) -> str:
+    """The longest run of letters and digits in ``text``: any form ``_any_form`` matches holds it as it is,
+    so text without it is not searched (a long reply is searched by ``str.find`` alone)."""
+    return max(re.findall(r"[^\W_]+", text), key=len, default="")
+
+
+def _hex(digits: str) -> str:
+    """A regular expression of the hex ``digits`` in either case."""
+    return "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in digits)
+
+
+# a run of whitespace as sent, percent-encoded, "+" (a form's space), escaped (JSON, HTML)
+_SPACES = (
+    r"(?:\s|%(?:20|09|0[aAdD])|\+|\\[ntr]|\\u00(?:20|09|0[aAdD])|&#0*(?:32|9|10|13);|&#[xX]0*(?:20|9|[aAdD]);"
+    r"|&nbsp;|\xa0)+"
+)
 
 
 def register_url_secrets(url: str | None) -> None:
@@ -113,6 +171,10 @@ def redact_secrets(text: str) -> str:
     mask ordinary words."""
     with _lock:
         secrets = sorted(_secrets, key=len, reverse=True)  # a longer secret first: it may hold a shorter one
+        patterns = [_patterns[t] for t in sorted(_patterns, key=len, reverse=True)]
+    for anchor, pattern in patterns:  # whole, however its characters are written
+        if anchor in text:
+            text = pattern.sub(MASK, text)
     for secret in secrets:  # whole first: a start of one form may begin another form (base64's two alphabets)
         text = text.replace(secret, MASK)
     for secret in secrets:

@@ -14,6 +14,7 @@ instrument: it changes no request and no result.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -28,6 +29,9 @@ from typing import IO, Any
 from moot.errors import ConfigError
 
 _SAMPLES: ContextVar[list[dict[str, Any]] | None] = ContextVar("moot_trace_samples", default=None)
+# named pipes checked and opened for writing, by absolute path: held open from the check until the run's trace
+# takes them, so that their reader (`cat PIPE`) sees no end in between
+_PIPES: dict[Path, int] = {}
 TIMES = ("sent", "done")  # the times a backend records in a sample (``time.perf_counter()``)
 
 
@@ -48,7 +52,8 @@ def check_trace(path: Path, store: Path | None = None) -> bool:
     any SQLite database or a file SQLite or moot keeps beside a store, a folder, a link (``moot.outputs``'
     rules for an output file), or an existing file with something in it that is not an earlier trace (a
     trace is rewritten by each run that names it; any other file is the user's). True for a pipe or
-    terminal the user named: it is written into."""
+    terminal the user named: it is written into. A named pipe is opened here, without waiting: one with no
+    reader is refused (opening it would wait for one for ever), one with a reader is held open for the run."""
     from moot.outputs import STORE_FILES, check_output
 
     if store is not None:  # by name too: a new run's store and its side files do not exist yet
@@ -59,6 +64,7 @@ def check_trace(path: Path, store: Path | None = None) -> bool:
             )
     try:
         if check_output(path, force=True, reading=store, stream=True):
+            _hold_pipe(path)
             return True  # a pipe or terminal the user named
         if not path.exists() or path.stat().st_size == 0:
             return False
@@ -77,6 +83,18 @@ def check_trace(path: Path, store: Path | None = None) -> bool:
     return False
 
 
+def _hold_pipe(path: Path) -> None:
+    """Open the named pipe at ``path`` for writing, never waiting for a reader (O_NONBLOCK: no reader is
+    ENXIO, a ConfigError), and hold it in ``_PIPES`` for ``Trace``; nothing for a path that is no pipe."""
+    from moot.outputs import open_pipe
+
+    key = path.absolute()
+    if key in _PIPES or (fd := open_pipe(path)) is None:
+        return
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)  # writes wait for the reader
+    _PIPES[key] = fd
+
+
 class Trace:
     """A trace file being written: a header line (``run``: when, and ``about``: the run's facts, such as
     its server's ``slots``), one line per call, an end line."""
@@ -84,8 +102,11 @@ class Trace:
     def __init__(self, path: Path, about: dict[str, Any] | None = None, store: Path | None = None):
         into_stream = check_trace(path, store)
         try:
-            if into_stream:  # a pipe or terminal the user named
-                self._file: IO[str] = path.open("w", encoding="utf-8")
+            held = _PIPES.pop(path.absolute(), None)  # a named pipe, opened by the check
+            if held is not None:
+                self._file: IO[str] = os.fdopen(held, "w", encoding="utf-8")
+            elif into_stream:  # a terminal or another pipe the user named (/dev/stdout)
+                self._file = path.open("w", encoding="utf-8")
             else:  # O_NOFOLLOW: a link planted since the check is refused, not written through
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
                 self._file = os.fdopen(fd, "w", encoding="utf-8")

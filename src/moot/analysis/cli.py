@@ -27,7 +27,11 @@ app = typer.Typer(
 
 Run = Annotated[Path, typer.Argument(help="A run's SQLite store (see `moot runs`).")]
 Seed = Annotated[int, typer.Option(help="Seed of every bootstrap resampling.")]
-Resamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")]
+# bootstrap resamples: a documented range (README, "Analysis"), checked before any work. A million draws of a
+# 200-question, 3-condition run take minutes already; 10^9 ran for hours with nothing said.
+MIN_RESAMPLES = 100
+MAX_RESAMPLES = 1_000_000
+Resamples = Annotated[int, typer.Option(help=f"Bootstrap resamples ({MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}).")]
 Reader = Annotated[
     str,
     typer.Option(
@@ -45,6 +49,16 @@ Labels = Annotated[
         "accuracy on it is below 95% marks no verdict fragile, and the readers column gives its accuracy.",
     ),
 ]
+
+
+def check_resamples(resamples: int) -> None:
+    """Refuse (ConfigError, one line naming the option) a ``--resamples`` outside its documented range."""
+    from moot.errors import ConfigError
+
+    if resamples < MIN_RESAMPLES:
+        raise ConfigError(f"--resamples is at least {MIN_RESAMPLES:,} (got {resamples:,})")
+    if resamples > MAX_RESAMPLES:
+        raise ConfigError(f"--resamples is at most {MAX_RESAMPLES:,} (got {resamples:,})")
 
 
 def _console() -> Any:
@@ -152,6 +166,7 @@ def report(
     from moot.errors import MootError
     from moot.outputs import check_output, write_output
 
+    check_resamples(resamples)  # before any work: 10^9 resamples would run for hours
     get_reader(reader)  # an unknown reader: one error line, before any work
 
     to_stdout = markdown is not None and str(markdown) == "-"
@@ -211,7 +226,7 @@ def compare(
             "--budget",
             help="Compare A with the vote@k of the pool sampled with A's own round-0 request, at equal cost per "
             "question in this unit: tokens (prompt + completion), completion (tokens), calls, or cost (US dollars "
-            "at the run's [prices]).",
+            "at the run's \\[prices]).",
         ),
     ] = None,
     pool: Annotated[
@@ -237,6 +252,7 @@ def compare(
     from moot.analysis.render import print_comparison
     from moot.analysis.report import AnalysisError, compare_conditions
 
+    check_resamples(resamples)  # before any work
     if budget is not None:
         _compare_budget(run, a, b, budget, pool, task, seed, resamples, labels)
         return

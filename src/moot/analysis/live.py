@@ -96,6 +96,8 @@ class LiveRun:
     def _file_state(self) -> tuple[Any, ...]:
         """What decides how the store is read: a -wal or -journal file beside it, a process holding it, and for
         a store read as an immutable file, its identity, size and time of change."""
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a run store (a .sqlite file moot run wrote)")
         beside = any(self.path.with_name(self.path.name + s).exists() for s in ("-wal", "-journal"))
         held = lock_holder(self.path) is not None
         try:

@@ -205,17 +205,21 @@ class ConditionConfig(ProtocolOverrides):
     judge: AgentTemplate | None = None
 
 
-class Price(StrictModel):
-    """US dollars per million tokens."""
+MAX_PRICE = 1_000_000.0  # US dollars per million tokens: $1 a token, far above any price, so no sum overflows
 
-    prompt: float = Field(ge=0, allow_inf_nan=False)
-    completion: float = Field(ge=0, allow_inf_nan=False)
+
+class Price(StrictModel):
+    """US dollars per million tokens (at most ``MAX_PRICE``)."""
+
+    prompt: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    completion: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)
     batch: float = Field(
         default=0.5, ge=0, le=1, description="the share of the price a call answered in a provider batch pays"
     )
     cached_prompt: float | None = Field(
         default=None,
         ge=0,
+        le=MAX_PRICE,
         allow_inf_nan=False,
         description="the price of the prompt tokens a server reports it had cached (default: the prompt price)",
     )
@@ -260,6 +264,49 @@ class Budget(StrictModel):
         return {name: value for name, value in given.items() if value is not None}
 
 
+def _one_line(value: str) -> str:
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise ValueError("must be one line")
+    return value
+
+
+OneLine = Annotated[str, AfterValidator(_one_line)]
+
+
+def _sbatch_option(value: str) -> str:
+    if not _one_line(value).startswith("-"):
+        raise ValueError(f"an sbatch option starts with - (e.g. --gres=gpu:1), got {value!r}")
+    return value
+
+
+class SlurmSettings(StrictModel):
+    """How ``moot launch FILE --slurm`` submits the experiment's shards as one Slurm array job (``[slurm]``;
+    each key is also an option of ``moot launch``, which wins over the file). Not part of the results: the
+    same experiment launched with other settings finds the same stores."""
+
+    shards: int | None = Field(default=None, ge=1, description="array tasks, one shard each (--shards)")
+    partition: str | None = Field(default=None, description="sbatch --partition")
+    time: str | None = Field(default=None, description="sbatch --time: each task's limit, e.g. 04:00:00")
+    mem: str | None = Field(default=None, description="sbatch --mem: memory per node, e.g. 16G")
+    cpus_per_task: int | None = Field(default=None, ge=1, description="sbatch --cpus-per-task")
+    sbatch: tuple[Annotated[str, AfterValidator(_sbatch_option)], ...] = Field(
+        default=(), description='raw sbatch options, e.g. ["--gres=gpu:1", "--account=lab"] (--sbatch)'
+    )
+    setup: tuple[OneLine, ...] = Field(
+        default=(),
+        description="shell lines each task runs before its shard (module load, a model server started in the "
+        "background); a line that fails fails the task",
+    )
+    max_tries: int | None = Field(
+        default=None, ge=1, description="submissions of a shard before the launch gives up (default 3)"
+    )
+
+    @field_validator("partition", "time", "mem")
+    @classmethod
+    def _single_line(cls, value: str | None) -> str | None:
+        return None if value is None else _one_line(value)
+
+
 class ExperimentConfig(StrictModel):
     name: Name = "experiment"
     plugins: tuple[str, ...] = Field(
@@ -295,13 +342,19 @@ class ExperimentConfig(StrictModel):
     prices: dict[str, Price] = Field(default_factory=dict, description="by model name (or GGUF path)")
     presets: dict[str, PresetConfig] = Field(default_factory=dict, description="user-defined protocol presets")
     budget: Budget | None = Field(default=None, description="spend caps (not part of the results)")
+    slurm: SlurmSettings | None = Field(
+        default=None, description="how `moot launch --slurm` submits the shards (not part of the results)"
+    )
 
     @model_serializer(mode="wrap")
     def _budget_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """``budget`` is left out of a dump while unset, so that the stored config of every run stays as it was."""
+        """``budget`` and ``slurm`` are left out of a dump while unset, so that the stored config of every run
+        stays as it was."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("budget") is None:
-            data.pop("budget", None)
+        if isinstance(data, dict):
+            for key in ("budget", "slurm"):
+                if data.get(key) is None:
+                    data.pop(key, None)
         return data
 
     def planned_units(self) -> int:

@@ -37,7 +37,7 @@ from moot.errors import MootError
 from moot.runner.config import ExperimentConfig, ResolvedCondition
 from moot.runner.records import StoredResult
 from moot.runner.store import RunStore, StoreError, lock_holder
-from moot.runner.store.run_store import CACHED_TOKENS_SQL
+from moot.runner.store.run_store import BATCHED_SQL, CACHED_TOKENS_SQL
 
 PAGE_LIMIT = 200  # results per page at most
 RESAMPLES = 1_000  # the cluster bootstrap of a run with repeated seeds (recomputed only when results change)
@@ -49,7 +49,6 @@ OUTCOMES = {
     "error": "r.status = 'error'",
 }
 # a call answered in a provider batch (as RunStore.iter_calls reads it; the reply is parsed only when it names one)
-_BATCHED = "CASE WHEN instr(reply, '\"batch\"') THEN json_extract(reply, '$.samples[0].batch') IS NOT NULL ELSE 0 END"
 
 
 class ViewError(MootError):
@@ -237,7 +236,7 @@ class LiveRun:
         the calls stored since the last poll. Cost: at the run's [prices] (a batch's share for a call answered
         in a provider batch, cached prompt tokens at their price), None without prices or for a model without one."""
         priced = bool(config.prices)
-        extra = f"{_BATCHED}, {CACHED_TOKENS_SQL}" if priced else "0, 0"
+        extra = f"{BATCHED_SQL}, {CACHED_TOKENS_SQL}" if priced else "0, 0"
         totals = self._calls
         if self._query("SELECT COALESCE(MAX(rowid), 0) FROM calls")[0][0] < totals.last:
             totals = self._calls = _CallTotals()  # the calls table shrank: another store under the same name
@@ -257,8 +256,7 @@ class LiveRun:
             calls, p, c, cost = out.get(condition, (0, 0, 0, 0.0 if priced else None))
             price = config.prices.get(model)
             if cost is not None and price is not None:
-                share = price.batch if batched else 1.0
-                cost += share * price.microdollars(prompt, completion, cached) / 1e6
+                cost += price.dollars(prompt, completion, cached, bool(batched))
             else:
                 cost = None
             out[condition] = (calls + n, p + prompt, c + completion, cost)

@@ -224,3 +224,5 @@ class Report:
     reader: str = MOOT  # the reader of the final answers the main tables score (``moot.analysis.readers``)
     # (configured model name, the model that answered, its calls): two under one name mean a mixed run
     models: tuple[tuple[str, str, int], ...] = ()
+    # (configured model name, its engine in one line: moot.backends.engine_record), as the run recorded them
+    engines: tuple[tuple[str, str], ...] = ()

@@ -29,6 +29,7 @@ def _model_lines(report: Report) -> list[str]:
             lines.append(f"model {name}: {shown}")
         else:
             lines.append(f"warning: {name} was answered by {len(models)} models: {shown}")
+    lines += [f"engine {name}: {engine}" for name, engine in report.engines]
     return lines
 
 

@@ -43,6 +43,7 @@ from moot.analysis.transcripts import (
     with_diversity,
 )
 from moot.backends.base import served_model
+from moot.backends.engine_record import read_engines
 from moot.errors import MootError
 from moot.runner.config import ResolvedCondition
 from moot.runner.records import StoredCall
@@ -229,6 +230,7 @@ def build_report(
             ),
             reader=reader,
             models=tuple((name, model, n) for (name, model), n in sorted(models.items())),
+            engines=tuple((name, e.describe()) for name, e in sorted(read_engines(store.meta()).items())),
         )
     finally:
         if owned:

@@ -70,6 +70,7 @@ LATER_OPTIONS = frozenset(
         "batch_poll_s",
         "batch_deadline_s",
         "session_header",
+        "deterministic",
     }
 )
 # Per kind: options that kind gained after its stores were first written, though another kind had them from the
@@ -207,6 +208,18 @@ class LocalBackendConfig(BackendSettings):
         description="the most one attempt may take, from the request to its reply's last byte (raise it for long "
         "replies on a slow or busy machine: an attempt cut off is retried from the start)",
     )
+    deterministic: bool = Field(
+        default=False,
+        description="one slot and fixed batch sizes, so that a rerun without the store gives the same replies "
+        "(parallel slots batch requests together, which changes a seeded reply now and then); slower: one "
+        "request at a time",
+    )
+
+    @model_validator(mode="after")
+    def _one_slot_when_deterministic(self) -> LocalBackendConfig:
+        if self.deterministic and self.slots not in (None, 1):
+            raise ValueError(f"deterministic = true runs one slot: leave slots out (it is {self.slots})")
+        return self
 
     def build(self) -> Backend:
         import os
@@ -216,11 +229,12 @@ class LocalBackendConfig(BackendSettings):
         path, model_id = _gguf(self.model_name())
         server = ManagedServer(
             path,
-            slots=self.slots or 0,  # 0: sized by the runner (LlamaServerBackend.plan)
+            slots=1 if self.deterministic else self.slots or 0,  # 0: sized by the runner (LlamaServerBackend.plan)
             n_ctx=self.n_ctx,
             n_threads=self.n_threads or os.cpu_count() or 1,
             port=self.port,
             extra_args=speculation_args(self.speculative),
+            deterministic=self.deterministic,
         )
         return LlamaServerBackend(server, model_id=model_id, timeout_s=self.timeout_s)
 
@@ -331,6 +345,18 @@ class OpenAIBackendConfig(BackendSettings):
         description="with batch: a batch not ended this long after it was sent is cancelled, and its "
         "requests are question errors (--retry-errors sends them again)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_determinism_promised(cls, data: Any) -> Any:
+        """``deterministic`` is refused by name: a server moot does not run batches requests as it likes."""
+        if isinstance(data, dict) and data.get("deterministic"):
+            raise PydanticCustomError(
+                "not_deterministic",
+                "deterministic: an openai backend's server batches requests as it is set up to, so moot cannot "
+                "promise that a rerun gives the same replies; use the local backend with deterministic = true",
+            )
+        return data
 
     @field_validator("base_url", mode="before")
     @classmethod

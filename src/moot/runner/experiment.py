@@ -330,11 +330,22 @@ class Experiment:
         self._widths = request_widths(sizing)
         await check_agents([a for group in groups.values() for a in group], sizing)
         models = {cfg.model_name(): {"backend": cfg.kind, "model_id": b.model_id} for cfg, b in self._backends.items()}
+        engines = await self._engines()
         if self._store is None:  # created only once every model loads and every server answers
             self._store = self._create_store()
         else:
             self._same_models(models)
-        self.store.set_meta("models", models)
+        self.store.set_metas({"models": models, "engines": engines})
+
+    async def _engines(self) -> dict[str, Any]:
+        """Each backend's engine, its version and the settings a rerun's equality depends on
+        (moot.backends.engine_record), by configured model name; a backend that cannot say is left out."""
+        engines: dict[str, Any] = {}
+        for cfg, backend in self._backends.items():
+            record = getattr(backend, "engine_record", None)
+            if record is not None:
+                engines[cfg.model_name()] = (await record()).model_dump(mode="json")
+        return engines
 
     def _same_models(self, models: dict[str, dict[str, str]]) -> None:
         """Refuse to resume a run whose models are no longer those that answered it: a server that now

@@ -106,7 +106,7 @@ def _bound(calls: Sequence[PlannedCall], prices: Mapping[str, Price]) -> Bound:
         if price is None:
             cost = None
         elif cost is not None:
-            cost += price.microdollars(call.prompt_tokens, call.completion_tokens) / 1e6
+            cost += price.dollars(call.prompt_tokens, call.completion_tokens)
     return Bound(len(calls), sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls), cost)
 
 

@@ -18,13 +18,6 @@ from moot.runner.config import Budget, Price
 from moot.runner.store import RunStore
 
 
-def call_cost(price: Price, prompt: int, completion: int, cached: int = 0, batched: bool = False) -> float:
-    """One call's US dollars at ``price``: ``Price.microdollars``, at the price's batch share when a provider
-    batch answered it."""
-    dollars = price.microdollars(prompt, completion, cached) / 1e6
-    return dollars * price.batch if batched else dollars
-
-
 @dataclass
 class Spent:
     """Running totals of a run's spend (mutable on purpose: a counter). ``unpriced``: models without a price,
@@ -47,7 +40,7 @@ class Spent:
         if price is None:
             self.unpriced.add(model)
         else:
-            self.cost += call_cost(price, prompt, completion, cached, batched)
+            self.cost += price.dollars(prompt, completion, cached, batched)
 
     def add_reply(self, model: str, price: Price | None, reply: Reply) -> None:
         """A call this session made (``model``: its configured model name, what prices are keyed by)."""

@@ -126,8 +126,7 @@ def usage(
         price = prices.get(c.model_name)
         cost = None
         if price is not None and u.cost is not None:
-            share = price.batch if c.batched else 1.0  # a batch's discount
-            cost = u.cost + share * price.microdollars(c.prompt_tokens, c.completion_tokens, c.cached_tokens) / 1e6
+            cost = u.cost + price.dollars(c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.batched)
         out[key] = replace(
             u,
             calls=u.calls + 1,

@@ -51,6 +51,10 @@ if TYPE_CHECKING:
     from moot.runner.config import ResolvedCondition
     from moot.tasks.base import Question
 
+# whether a provider batch answered a stored call (its reply's JSON is parsed only when it holds the key)
+BATCHED_SQL = (
+    "CASE WHEN instr(reply, '\"batch\"') THEN json_extract(reply, '$.samples[0].batch') IS NOT NULL ELSE 0 END"
+)
 # a stored call's cached prompt tokens: the sum of its samples' ``cached_tokens``, 0 where none reported (a reply's
 # JSON is parsed only when it holds the key)
 CACHED_TOKENS_SQL = (
@@ -586,8 +590,7 @@ class RunStore:
     def iter_calls(self) -> Iterator[StoredCall]:
         """``calls()`` one at a time (a large run's report keeps none of them)."""
         columns = ", ".join(f.name for f in fields(StoredCall) if f.name not in ("batched", "cached_tokens"))
-        batched = "json_extract(reply, '$.samples[0].batch') IS NOT NULL"
-        for row in self._db.execute(f"SELECT {columns}, {batched}, {CACHED_TOKENS_SQL} FROM calls ORDER BY rowid"):
+        for row in self._db.execute(f"SELECT {columns}, {BATCHED_SQL}, {CACHED_TOKENS_SQL} FROM calls ORDER BY rowid"):
             *stored, batched_call, cached = row
             yield replace(StoredCall(*stored), batched=bool(batched_call), cached_tokens=int(cached))
 

@@ -18,12 +18,13 @@ HTTP server on 127.0.0.1 that this script runs), and sorts what happened into on
 
 Items 11 and 12 (issue 59) aim at the newer machinery (``moot view``, ``run --dry-run`` and its prices, spend
 caps and ``[budget]``, ``moot.open``) and at the reasoning parser (nested, late and doubled ``<think>``
-blocks).
+blocks). Items 13 to 18 (issue 59, second part) aim at provider batches and their ledger, ``moot merge``, math
+grading, data files, installed and file plug-ins, and limits (paces, concurrency, seeds).
 
     python benchmarks/hostile.py                        # every case, with this checkout's moot
     python benchmarks/hostile.py --src /tmp/old/src     # another checkout's moot (before/after counts)
     python benchmarks/hostile.py --item 3 --verbose     # one item's cases, with what each printed
-    python benchmarks/hostile.py --item 11 --item 12    # issue 59's cases only
+    python benchmarks/hostile.py --item 11 --item 12    # issue 59's first cases only
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from urllib.parse import quote
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' servers
 
 from tests.helpers import query
-from tests.integration.servers import CANNED_MODEL, Answer, Handler, Hostile, completion, reply, trickle
+from tests.integration.servers import CANNED_MODEL, Answer, BatchServer, Handler, Hostile, completion, reply, trickle
 
 CLEAN, QUESTION_ERROR, TRACEBACK, HANG = "clean", "question error", "traceback", "hang"
 DATA_LOSS, SECRET, WRONG, BY_DESIGN = "data loss", "secret", "wrong silently", "by design"
@@ -963,6 +964,540 @@ def _field_and_block(ctx: Context) -> str:
             return ctx.moot("run", str(exp))
 
         return _reasoned(ctx, run, ("MARKF", "MARKT"), "The answer is 7.")
+
+
+# 13. issue 59: provider batches (moot.backends.batches, the ledger) -----------------------------------------
+class TamperedBatches(BatchServer):
+    """The tests' BatchServer whose batch output files come back through ``tamper`` (their bytes in, what the
+    client reads out), and that can forget a file the moment a batch ends (``vanish``) or answer every poll
+    of a batch with ``poll_status`` (an HTTP status) instead."""
+
+    def __init__(self, tamper: Callable[[bytes], bytes] | None = None) -> None:
+        super().__init__()
+        self.tamper = tamper
+        self.vanish = False
+        self.poll_status: int | None = None
+
+    def _dispatch(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:
+        parts = target.split("?")[0].rstrip("/").split("/")
+        if self.poll_status is not None and method == "GET" and parts[-2:-1] == ["batches"]:
+            return self.poll_status, b'{"error": {"message": "poll refused"}}', "application/json"
+        if method == "GET" and parts[-1] == "content" and parts[-3] == "files":
+            with self.lock:
+                meta = self.files.get(parts[-2], {})
+                if self.vanish and meta:
+                    del self.files[parts[-2]]
+                    self.contents.pop(parts[-2], None)
+                elif self.tamper is not None and str(meta.get("filename", "")).endswith("_output.jsonl"):
+                    return 200, self.tamper(self.contents[parts[-2]]), "application/octet-stream"
+        return super()._dispatch(method, target, headers, body)
+
+
+def batch_backend(server: BatchServer, **changes: Any) -> dict[str, Any]:
+    return {
+        "kind": "openai", "base_url": server.url, "model": CANNED_MODEL, "api_key_env": KEY_ENV, "max_retries": 0,
+        "timeout_s": 5, "batch": True, "batch_poll_s": 0.1, "batch_deadline_s": 20, **changes,
+    }  # fmt: skip
+
+
+def _batched(ctx: Context, server: TamperedBatches, count: int = 2, **backend: Any) -> tuple[Proc, Path]:
+    exp = experiment(ctx, batch_backend(server, **backend), tasks=[{"name": "arithmetic", "count": count}])
+    return ctx.moot("run", str(exp)), ctx.folder / "run.sqlite"
+
+
+def _replies(store: Path) -> list[str]:
+    try:
+        return [t for (t,) in query(store, "SELECT text FROM turns")]
+    except sqlite3.Error:
+        return []
+
+
+def _batch_case(ctx: Context, tamper: Callable[[bytes], bytes], planted: str | None = None) -> str:
+    """A run whose batch output file is ``tamper``ed: what cannot be read is a question error, never a reply
+    taken from a line that is not the request's own (``planted`` marks such a reply)."""
+    with serving_batches(tamper) as server:
+        proc, store = _batched(ctx, server)
+    if proc.failure:
+        return proc.failure
+    if planted is not None and any(planted in text for text in _replies(store)):
+        return WRONG
+    found = statuses(store)
+    if found.get("error"):
+        return QUESTION_ERROR
+    return CLEAN if proc.rc == 0 and found.get("answered") == 2 else WRONG
+
+
+@contextmanager
+def serving_batches(tamper: Callable[[bytes], bytes] | None = None) -> Iterator[TamperedBatches]:
+    server = TamperedBatches(tamper)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _each_line(change: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
+    return lambda data: b"".join(change(line) for line in data.splitlines(keepends=True))
+
+
+def _doubled(line: bytes) -> bytes:
+    """The line, then the same custom_id answered otherwise (a provider that ran the request twice)."""
+    other = json.loads(line)
+    other["response"]["body"]["choices"][0]["message"]["content"] = "The answer is 999. PLANTED"
+    return line + json.dumps(other).encode() + b"\n"
+
+
+def _stranger(line: bytes) -> bytes:
+    other = json.loads(line)
+    other["custom_id"] = "moot-" + "0" * 40
+    other["response"]["body"]["choices"][0]["message"]["content"] = "The answer is 999. PLANTED"
+    return json.dumps(other).encode() + b"\n" + line
+
+
+def _not_completion(line: bytes) -> bytes:
+    other = json.loads(line)
+    other["response"]["body"] = {"choices": [], "PLANTED": True}
+    return json.dumps(other).encode() + b"\n"
+
+
+case(13, "a batch output file of malformed JSONL")(partial(_batch_case, tamper=lambda d: d.replace(b'"', b"'")))
+case(13, "a batch output file cut mid-line")(partial(_batch_case, tamper=lambda d: d[: len(d) // 2]))
+case(13, "a batch output file missing its first line")(
+    partial(_batch_case, tamper=lambda d: b"".join(d.splitlines(keepends=True)[1:]))
+)
+case(13, "a batch output file of invalid UTF-8 and NUL bytes")(
+    partial(_batch_case, tamper=lambda d: d.replace(b"answer", b"\xff\x00\xfe"))
+)
+case(13, "a batch output answering each custom_id twice, differently")(
+    partial(_batch_case, tamper=_each_line(_doubled), planted="PLANTED")
+)
+case(13, "a batch output with lines for custom_ids never sent")(
+    partial(_batch_case, tamper=_each_line(_stranger), planted="PLANTED")
+)
+case(13, "a batch output whose bodies are not chat completions")(
+    partial(_batch_case, tamper=_each_line(_not_completion), planted="PLANTED")
+)
+
+
+@case(13, "a provider that deletes the output file as it is read")
+def _batch_vanish(ctx: Context) -> str:
+    with serving_batches() as server:
+        server.vanish = True
+        proc, store = _batched(ctx, server)
+    return run_outcome(proc, store)
+
+
+@case(13, "a provider whose batch polls all answer HTTP 500")
+def _batch_poll_500(ctx: Context) -> str:
+    ctx.timeout_s = 90
+    with serving_batches() as server:
+        server.poll_status = 500
+        proc, store = _batched(ctx, server, batch_deadline_s=10)
+    return run_outcome(proc, store)
+
+
+@case(13, "a batch that never ends (batch_deadline_s = 3)")
+def _batch_held(ctx: Context) -> str:
+    with serving_batches() as server:
+        server.hold()
+        proc, store = _batched(ctx, server, batch_deadline_s=3)
+        server.release()
+    return run_outcome(proc, store)
+
+
+@case(13, "the ledger of one store copied into another, run against a new provider")
+def _ledger_copied(ctx: Context) -> str:
+    """A finished batch run's store copied, its results dropped, run again against a provider that knows none
+    of its batches: the ledger's batches are missing there (question errors, documented), and --retry-errors
+    sends the requests again; never a hang or a reply from elsewhere."""
+    with serving_batches() as server:
+        proc, store = _batched(ctx, server)
+    if proc.rc != 0:
+        raise RuntimeError(f"the first batch run failed: {proc.text[-300:]}")
+    other = ctx.folder / "other.sqlite"
+    other.write_bytes(store.read_bytes())
+    with sqlite3.connect(other) as db:
+        for table in ("results", "turns", "calls"):
+            db.execute(f"DELETE FROM {table}")
+    with serving_batches() as server:
+        exp = experiment(ctx, batch_backend(server), tasks=[{"name": "arithmetic", "count": 2}])
+        first = ctx.moot("run", str(exp), "--output", str(other))
+        again = ctx.moot("run", str(exp), "--output", str(other), "--retry-errors")
+    for proc in (first, again):
+        if proc.failure:
+            return proc.failure
+    return CLEAN if statuses(other).get("answered") == 2 else run_outcome(again, other)
+
+
+# 14. issue 59: moot merge ---------------------------------------------------------------------------------
+def _shards(ctx: Context, exp: Path, count: int = 2, prefix: str = "s") -> list[Path]:
+    made = []
+    for index in range(1, count + 1):
+        out = ctx.folder / f"{prefix}{index}.sqlite"
+        proc = ctx.moot("run", str(exp), "--shard", f"{index}/{count}", "--output", str(out))
+        if proc.rc != 0:
+            raise RuntimeError(f"shard {index} failed: {proc.text[-300:]}")
+        made.append(out)
+    return made
+
+
+def _four(ctx: Context, name: str = "exp.toml", count: int = 4) -> Path:
+    return experiment(ctx, SCRIPTED, tasks=[{"name": "arithmetic", "count": count}], name=name)
+
+
+def _merge_refused(ctx: Context, out: str, *stores: Path) -> str:
+    ctx.timeout_s = 30
+    return _refused(ctx.moot("merge", out, *map(str, stores)))
+
+
+@case(14, "moot merge of shards of two experiments")
+def _merge_two(ctx: Context) -> str:
+    one = _shards(ctx, _four(ctx), prefix="a")
+    two = _shards(ctx, _four(ctx, "other.toml", count=5), prefix="b")
+    return _merge_refused(ctx, "out.sqlite", one[0], two[1])
+
+
+@case(14, "moot merge of shards of two moot versions")
+def _merge_versions(ctx: Context) -> str:
+    one, two = _shards(ctx, _four(ctx))
+    with sqlite3.connect(two) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'moot_version'", (json.dumps("0.0.1-hostile"),))
+    proc = ctx.moot("merge", "out.sqlite", str(one), str(two))
+    if proc.failure:
+        return proc.failure
+    if proc.rc == 0:
+        return BY_DESIGN if "0.0.1-hostile" in proc.text or "version" in proc.text else WRONG
+    return _refused(proc)
+
+
+@case(14, "moot merge of a shard still running (its lock held)")
+def _merge_running(ctx: Context) -> str:
+    exp = slow_run(ctx)
+    (done,) = [p for p in _shards_one(ctx, exp)]
+    running = ctx.folder / "s1.sqlite"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moot", "run", str(exp), "--shard", "1/2", "--output", str(running)], cwd=ctx.folder,
+        env=ctx.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        if not started(running, process):
+            raise RuntimeError("the running shard stored nothing")
+        outcome = _merge_refused(ctx, "out.sqlite", running, done)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait()
+    return WRONG if outcome == CLEAN and (ctx.folder / "out.sqlite").exists() else outcome
+
+
+def _shards_one(ctx: Context, exp: Path) -> list[Path]:
+    """Shard 2 of 2 of a slow experiment, run quickly (its replies without delay)."""
+    quick = ctx.write("quick.toml", exp.read_text().replace("delay_s = 0.5", "delay_s = 0.0"))
+    out = ctx.folder / "s2.sqlite"
+    proc = ctx.moot("run", str(quick), "--shard", "2/2", "--output", str(out))
+    if proc.rc != 0:
+        raise RuntimeError(f"shard 2 failed: {proc.text[-300:]}")
+    return [out]
+
+
+def _merge_into(ctx: Context, plant: Callable[[Path], None]) -> str:
+    shards = _shards(ctx, _four(ctx))
+    victim, before = _victim(ctx)
+    plant(ctx.folder / "out.sqlite")
+    outcome = _merge_refused(ctx, "out.sqlite", *shards)
+    return DATA_LOSS if victim.read_bytes() != before else outcome
+
+
+case(14, "moot merge OUT a symlink to a file")(lambda ctx: _merge_into(ctx, lambda p: p.symlink_to("victim.txt")))
+case(14, "moot merge OUT a dangling symlink")(lambda ctx: _merge_into(ctx, lambda p: p.symlink_to("gone/x.sqlite")))
+case(14, "moot merge OUT a FIFO")(lambda ctx: _merge_into(ctx, lambda p: os.mkfifo(p)))
+
+
+@case(14, "moot merge OUT the store a moot run is writing")
+def _merge_over_run(ctx: Context) -> str:
+    shards = _shards(ctx, _four(ctx))
+    exp = slow_run(ctx)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moot", "run", str(exp)], cwd=ctx.folder, env=ctx.env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    store = ctx.folder / "run.sqlite"
+    try:
+        if not started(store, process):
+            raise RuntimeError("the run stored nothing")
+        outcome = _merge_refused(ctx, "run.sqlite", *shards)
+        alive = process.poll() is None
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait()
+    return outcome if alive else WRONG
+
+
+@case(14, "moot merge of a shard store cut in half")
+def _merge_truncated(ctx: Context) -> str:
+    one, two = _shards(ctx, _four(ctx))
+    data = two.read_bytes()
+    two.write_bytes(data[: len(data) // 2])
+    return _merge_refused(ctx, "out.sqlite", one, two)
+
+
+# 15. issue 59: math grading (moot.tasks.mathgrade's worker) ------------------------------------------------
+def _math(ctx: Context, reply: str, gold: str = "81", count: int = 1, env: dict[str, str] | None = None) -> str:
+    """A data-file MATH task answered ``reply``: every question answered within the bound, none graded right
+    unless the reply is the gold."""
+    rows = "".join(json.dumps({"problem": f"What is 9*9? ({i})", "answer": gold}) + "\n" for i in range(count))
+    ctx.write("math.jsonl", rows)
+    plugin = hostile_plugin(ctx)
+    exp = experiment(
+        ctx, {"kind": "scripted", "model": "hostile"}, tasks=[{"name": "math", "data": "math.jsonl", "count": count}],
+        top={"plugins": [plugin.name]},
+    )  # fmt: skip
+    ctx.timeout_s = 60
+    started_at = time.monotonic()
+    proc = ctx.moot("run", str(exp), env={**ctx.env(MOOT_HOSTILE_REPLY=reply), **(env or {})})
+    if proc.failure:
+        return proc.failure
+    store = ctx.folder / "run.sqlite"
+    if proc.rc != 0:
+        return WRONG
+    correct = [c for (c,) in query(store, "SELECT correct FROM results")]
+    if len(correct) != count or time.monotonic() - started_at > 50:
+        return WRONG
+    return WRONG if any(correct) else CLEAN
+
+
+case(15, "an answer 9^9^9^9 (a tower of exponents)")(partial(_math, reply="\\\\boxed{9^{9^{9^{9}}}}"))
+case(15, "a gold and an answer 9^9^9^9 that differ")(
+    partial(_math, reply="\\\\boxed{9^{9^{9^{8}}}}", gold="9^{9^{9^{9}}}")
+)
+case(15, "an answer of 10,000 characters of LaTeX")(partial(_math, reply="\\\\boxed{" + "x^{2}+" * 1666 + "1}"))
+case(15, "an answer of 300 nested \\frac")(
+    partial(_math, reply="\\\\boxed{" + "\\\\frac{1}{1+" * 300 + "1" + "}" * 300 + "}")
+)
+case(15, "an answer 10^{10^{100}} - 10^{10^{100}} + 81, counted as right?")(
+    partial(_math, reply="\\\\boxed{10^{10^{100}}-10^{10^{100}}+80}")
+)
+
+
+@case(15, "the grading worker killed from outside mid-run")
+def _math_killed(ctx: Context) -> str:
+    """The plug-in kills every math-verify worker of its process before each reply: grading must restart one
+    (or say the pair is ungraded), never hang or crash."""
+    ctx.write(
+        "killer.py",
+        textwrap.dedent(
+            """
+            import os, signal
+            from moot.backends.scripted import register_scripted_model
+
+            def reply(request, index):
+                for pid in os.listdir("/proc"):
+                    try:
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            line = f.read()
+                        with open(f"/proc/{pid}/stat") as f:
+                            parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                    except (OSError, ValueError, IndexError):
+                        continue
+                    if b"mathgrade import serve" in line and parent == os.getpid():
+                        os.kill(int(pid), signal.SIGKILL)
+                return "The answer is \\\\boxed{81}."
+
+            register_scripted_model("killer", reply)
+            """
+        ),
+    )
+    rows = "".join(json.dumps({"problem": f"What is 9*9? ({i})", "answer": "81"}) + "\n" for i in range(4))
+    ctx.write("math.jsonl", rows)
+    exp = experiment(
+        ctx, {"kind": "scripted", "model": "killer"}, tasks=[{"name": "math", "data": "math.jsonl", "count": 4}],
+        top={"plugins": ["killer.py"], "concurrency": 1},
+    )  # fmt: skip
+    proc = ctx.moot("run", str(exp))
+    if proc.failure or proc.rc != 0:
+        return proc.failure or WRONG
+    correct = [c for (c,) in query(ctx.folder / "run.sqlite", "SELECT correct FROM results")]
+    return CLEAN if len(correct) == 4 else WRONG
+
+
+# 16. issue 59: data files (moot.tasks.datafile) ----------------------------------------------------------
+def _data(ctx: Context, name: str, content: bytes | None, fmt: str = "number", expect: int | None = None) -> str:
+    """A data-file task: refused with one line, or run with ``expect`` questions (None: it must be refused)."""
+    if content is not None:
+        (ctx.folder / name).write_bytes(content)
+    ctx.timeout_s = 30
+    proc = ctx.moot("run", str(experiment(ctx, SCRIPTED, tasks=[{**DATA_TASK, "data": name, "format": fmt}])))
+    if proc.failure or proc.rc != 0:
+        return proc.failure or (_refused(proc) if expect is None else WRONG)
+    if expect is None:
+        return WRONG
+    return CLEAN if sum(statuses(ctx.folder / "run.sqlite").values()) == expect else WRONG
+
+
+DATA_TASK = {"name": "rows", "fields": {"question": "question", "answer": "answer"}}
+ROW = b'{"question": "What is 2+2?", "answer": "4"}\n'
+for _what, _bytes in {
+    "a row without its answer": ROW + b'{"question": "What is 3+3?"}\n',
+    "an answer that is a JSON object": ROW + b'{"question": "What is 3+3?", "answer": {"n": 6}}\n',
+    "a question that is a list": ROW + b'{"question": ["What", "is"], "answer": "6"}\n',
+    "a question of null": ROW + b'{"question": null, "answer": "6"}\n',
+    "a row that is a JSON array": ROW + b'["What is 3+3?", "6"]\n',
+    "a raw NUL byte inside a string": ROW + b'{"question": "What is 3+3?\x00", "answer": "6"}\n',
+    "latin-1 bytes in a UTF-8 file": ROW + b'{"question": "Caf\xe9: what is 3+3?", "answer": "6"}\n',
+    "an answer of NaN": ROW + b'{"question": "What is 3+3?", "answer": NaN}\n',
+}.items():
+    case(16, f"a JSONL file with {_what}")(partial(_data, name="rows.jsonl", content=_bytes))
+
+case(16, "a CSV with a quoted newline in a question")(
+    partial(_data, name="rows.csv", content=b'question,answer\n"What is\n2+2?",4\n"What is 3+3?",6\n', expect=2)
+)
+case(16, "an empty JSONL file")(partial(_data, name="rows.jsonl", content=b""))
+
+
+@case(16, "a Parquet file with a struct column as the question")
+def _parquet_struct(ctx: Context) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"question": [{"text": "What is 2+2?", "n": 1}], "answer": ["4"]})
+    pq.write_table(table, ctx.folder / "rows.parquet")
+    return _data(ctx, "rows.parquet", None)
+
+
+@case(16, "a named pipe with no writer as the data file")
+def _data_fifo(ctx: Context) -> str:
+    os.mkfifo(ctx.folder / "rows.jsonl")
+    return _data(ctx, "rows.jsonl", None)
+
+
+@case(16, "a 1,000,000-row JSONL file, 3 questions asked")
+def _data_million(ctx: Context) -> str:
+    with (ctx.folder / "rows.jsonl").open("wb") as out:
+        for i in range(1_000_000):
+            out.write(b'{"question": "What is %d+1?", "answer": "%d"}\n' % (i, i + 1))
+    ctx.timeout_s = 60
+    exp = experiment(ctx, SCRIPTED, tasks=[{**DATA_TASK, "data": "rows.jsonl", "format": "number", "count": 3}])
+    began = time.monotonic()
+    proc = ctx.moot("run", str(exp))
+    took = time.monotonic() - began
+    if proc.failure or proc.rc != 0:
+        return proc.failure or WRONG
+    print(f"    (1,000,000 rows: {took:.1f} s)", flush=True)
+    return CLEAN if sum(statuses(ctx.folder / "run.sqlite").values()) == 3 and took < 30 else WRONG
+
+
+# 17. issue 59: plug-ins (files and installed entry points) -------------------------------------------------
+PLATEAU = """
+from typing import Literal
+from moot.debate.registry import register
+from moot.debate.components.stopping import Stopping
+
+@register
+class Plateau(Stopping):
+    kind: Literal["plateau"] = "plateau"
+    marker: str = "{marker}"
+"""
+
+
+@case(17, "two plug-in files that each define class Plateau of kind plateau")
+def _two_plateaus(ctx: Context) -> str:
+    ctx.write("one.py", PLATEAU.replace("{marker}", "one"))
+    ctx.write("two.py", PLATEAU.replace("{marker}", "two"))
+    proc = ctx.moot("run", str(experiment(ctx, SCRIPTED, top={"plugins": ["one.py", "two.py"]})))
+    return proc.failure or (CLEAN if proc.rc != 0 and "plateau" in proc.text and "moot: error:" in proc.text else WRONG)
+
+
+@case(17, "a plug-in file registering a built-in rule's name")
+def _builtin_name(ctx: Context) -> str:
+    ctx.write("taken.py", PLATEAU.replace('"plateau"', '"fixed"').replace("{marker}", "x"))
+    proc = ctx.moot("run", str(experiment(ctx, SCRIPTED, top={"plugins": ["taken.py"]})))
+    return proc.failure or (CLEAN if proc.rc != 0 and "moot: error:" in proc.text else WRONG)
+
+
+def _installed(ctx: Context, group: str, value: str, module: str, run: bool = True) -> str:
+    """An installed plug-in (a dist-info folder on PYTHONPATH) whose entry point in ``group`` is ``value``
+    and whose module is ``module``: moot must refuse it with one line or go on, never a traceback."""
+    site = ctx.folder / "site"
+    info = site / "hostile_ep-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hostile-ep\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\nhostile = {value}\n")
+    (site / "hostile_ep.py").write_text(textwrap.dedent(module))
+    env = ctx.env(PYTHONPATH=f"{ctx.src}{os.pathsep}{site}")
+    args = ["run", str(experiment(ctx, SCRIPTED))] if run else ["tasks"]
+    proc = ctx.moot(*args, env=env)
+    if proc.failure:
+        return proc.failure
+    if proc.rc != 0:
+        return CLEAN if "moot: error:" in proc.text and "hostile" in proc.text else WRONG
+    return CLEAN if run else BY_DESIGN
+
+
+case(17, "an entry point (moot.components) that raises at import")(
+    partial(_installed, group="moot.components", value="hostile_ep", module="raise RuntimeError('boom')\n")
+)
+case(17, "an entry point (moot.backends) registering the kind openai")(
+    partial(
+        _installed, group="moot.backends", value="hostile_ep",
+        module="""
+            from moot.backends.config import register_backend
+            from moot.backends.scripted import ScriptedConfig
+            class OpenAI(ScriptedConfig):
+                pass
+            register_backend("openai", OpenAI)
+        """,
+    )
+)  # fmt: skip
+case(17, "an entry point (moot.tasks) whose factory returns an int")(
+    partial(_installed, group="moot.tasks", value="hostile_ep:make", module="def make():\n    return 5\n", run=False)
+)
+case(17, "an entry point (moot.tasks) that is not callable")(
+    partial(_installed, group="moot.tasks", value="hostile_ep:VALUE", module="VALUE = 5\n", run=False)
+)
+case(17, "an entry point (moot.tasks) naming a module that does not exist")(
+    partial(_installed, group="moot.tasks", value="no_such_module:make", module="", run=False)
+)
+
+
+# 18. issue 59: limits -------------------------------------------------------------------------------------
+def _limit(ctx: Context, *args: str, top: dict[str, Any] | None = None, backend: dict[str, Any] | None = None,
+           tasks: list[dict[str, Any]] | None = None) -> str:  # fmt: skip
+    """A run with a limit that cannot be one: refused with one line, or run to its end within the case's time."""
+    ctx.timeout_s = 30
+    exp = experiment(ctx, backend or SCRIPTED, top=top, tasks=tasks)
+    proc = ctx.moot("run", str(exp), *args)
+    if proc.failure or proc.rc != 0:
+        return proc.failure or _refused(proc, args[0] if args else None)
+    return CLEAN if sum(statuses(ctx.folder / "run.sqlite").values()) >= 1 else WRONG
+
+
+def _paced(ctx: Context, **pace: Any) -> str:
+    with serving() as server:
+        return _limit(ctx, backend=openai(server, **pace), tasks=[{"name": "arithmetic", "count": 3}])
+
+
+case(18, "tokens_per_minute = 0")(partial(_paced, tokens_per_minute=0))
+
+
+@case(18, "tokens_per_minute = 1 (every request larger than a minute's budget)")
+def _one_token(ctx: Context) -> str:
+    """Documented: a request larger than the whole budget goes alone once the last minute is empty, so two
+    questions take a minute (each wait bounded by the minute), not forever."""
+    with serving() as server:
+        exp = experiment(ctx, openai(server, tokens_per_minute=1), tasks=[{"name": "arithmetic", "count": 2}])
+        ctx.timeout_s = 100
+        proc = ctx.moot("run", str(exp))
+    if proc.failure or proc.rc != 0:
+        return proc.failure or _refused(proc)
+    return BY_DESIGN if statuses(ctx.folder / "run.sqlite").get("answered") == 2 else WRONG
+
+
+case(18, "requests_per_minute = 1e-9")(partial(_paced, requests_per_minute=1e-9))
+case(18, "--max-concurrency 1000000000")(lambda ctx: _limit(ctx, "--max-concurrency", "1000000000"))
+case(18, "--max-concurrency 0")(lambda ctx: _limit(ctx, "--max-concurrency", "0"))
+case(18, "--concurrency 0")(lambda ctx: _limit(ctx, "--concurrency", "0"))
+case(18, "seeds = [2**64]")(lambda ctx: _limit(ctx, top={"seeds": [2**64]}))
+case(18, "seeds = [-(2**63) - 1]")(lambda ctx: _limit(ctx, top={"seeds": [-(2**63) - 1]}))
+case(18, "a task count of 0")(lambda ctx: _limit(ctx, tasks=[{"name": "arithmetic", "count": 0}]))
 
 
 # -- the suite ---------------------------------------------------------------------------------------------

@@ -320,8 +320,10 @@ class Batcher:
 
 
 def _lines(data: bytes, batch_id: str) -> dict[str, dict[str, Any] | str]:
-    """A batch output or error file: each request's reply body (HTTP 200), else what went wrong with it."""
+    """A batch output or error file: each request's reply body (HTTP 200), else what went wrong with it. A
+    custom id on several lines that say different things is not answered: which of its lines is its reply cannot be told."""
     out: dict[str, dict[str, Any] | str] = {}
+    doubled: set[str] = set()
     for raw in data.splitlines():
         try:
             line = json.loads(raw)
@@ -330,6 +332,9 @@ def _lines(data: bytes, batch_id: str) -> dict[str, dict[str, Any] | str]:
             error = line.get("error")
         except (ValueError, KeyError, TypeError, AttributeError):
             continue  # a line moot cannot attribute: its request ends without a reply
+        if not isinstance(key, str):
+            continue
+        earlier = out.get(key)
         status, body = response.get("status_code"), response.get("body")
         if status == 200 and isinstance(body, dict) and not error:
             out[key] = body
@@ -339,6 +344,10 @@ def _lines(data: bytes, batch_id: str) -> dict[str, dict[str, Any] | str]:
             inner = body.get("error") if isinstance(body, dict) else body
             said = inner.get("message", inner) if isinstance(inner, dict) else inner
             out[key] = f"batch {batch_id} answered it HTTP {status}: {_short(said)}"
+        if earlier is not None and earlier != out[key]:
+            doubled.add(key)
+    for key in doubled:
+        out[key] = f"batch {batch_id} answered it on several lines that differ"
     return out
 
 

@@ -82,6 +82,7 @@ from moot.trace import sample_record
 # Local servers accept any key; the SDK refuses to start without one.
 PLACEHOLDER_KEY = "no-key"
 RETRY_STATUSES = frozenset({408, 409, 429})
+MAX_INTERVAL_S = 3600.0  # the longest requests_per_minute may space two requests: one an hour
 INITIAL_RETRY_DELAY_S = 0.5
 MAX_RETRY_DELAY_S = 8.0
 MAX_RETRY_AFTER_S = 60.0
@@ -265,6 +266,11 @@ class OpenAIBackend:
         self._cooldown_s = config.cooldown_s if len(self._endpoints) > 1 else 0.0  # one: nowhere else to go
         self.retries = 0  # attempts made again, over the backend's life
         self._interval = 60.0 / config.requests_per_minute if config.requests_per_minute else 0.0
+        if self._interval > MAX_INTERVAL_S:  # a wait between two requests longer than any run: refused, not waited
+            raise ConfigError(
+                f"requests_per_minute = {config.requests_per_minute:g} spaces requests {self._interval:.3g} s apart; "
+                f"give at least {60.0 / MAX_INTERVAL_S:g} (one request an hour)"
+            )
         self._tokens = TokenBudget(config.tokens_per_minute) if config.tokens_per_minute else None
         self._prefixes: PrefixMap[_Endpoint] | None = (
             PrefixMap() if config.routing == "affinity" and len(self._endpoints) > 1 else None

@@ -85,10 +85,23 @@ def register(cls: _C) -> _C:
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"{cls.__name__} needs a default kind, e.g. kind: Literal['mine'] = 'mine'")
     known = _REGISTRY[family].get(kind)
-    if known is not None and known.__qualname__ != cls.__qualname__:
-        raise ValueError(f"{family} rule {kind!r} is already registered by {known.__module__}.{known.__qualname__}")
+    # the same class registered again (its module re-run) replaces itself; any other class, even of the same name
+    # in another plug-in file, is refused: it would silently replace the rule every run of that name means
+    if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(
+            f"{family} rule {kind!r} is already registered by {_where(known)}; {_where(cls)} cannot register it too"
+        )
     _REGISTRY[family][kind] = cls
     return cls
+
+
+def _where(cls: type) -> str:
+    """How an error names a rule's class: a plug-in file by its path, a module by its name."""
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    if cls.__module__.startswith(FILE_PLUGIN) and path:
+        return f"{cls.__qualname__} in {path}"
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _discover() -> None:

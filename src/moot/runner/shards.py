@@ -101,6 +101,7 @@ def members(shard: Shard, questions: Sequence[Sequence[str]]) -> frozenset[tuple
 # -- merge --------------------------------------------------------------------------------------------
 # metadata every shard of one experiment holds alike (the fingerprint is checked first, on its own)
 SAME_META = (
+    "moot_version",  # another version may read, score or prompt otherwise: one store would claim one version
     "round_convention",
     "history_mode",
     "prompt_templates",

@@ -124,6 +124,10 @@ def load_installed() -> tuple[str, ...]:
     return tuple(name for name, _ in task_factories())
 
 
+# the methods moot calls on every task, which a plug-in's factory must return an object with
+TASK_MEMBERS = ("card", "questions", "render", "extract", "score", "provenance")
+
+
 def new_task(name: str) -> Task:
     """A new task from the factory registered as ``name``. A plug-in's factory (an installed package's entry
     point, or one a plug-in file registered) is plug-in code: whatever it raises is one ConfigError naming the
@@ -135,7 +139,11 @@ def new_task(name: str) -> Task:
     if named is None:
         return factory()
     with plugin_code(f"{named} failed to make its task"):
-        return factory()
+        task = factory()
+    missing = [member for member in TASK_MEMBERS if not callable(getattr(task, member, None))]
+    if missing:  # what it made is not a task: one line now, rather than an AttributeError wherever moot uses it
+        raise ConfigError(f"{named} made {type(task).__name__}, not a task (it has no {', '.join(missing)})")
+    return task
 
 
 def get_task(name: str, data: str | Path | None = None) -> Task:

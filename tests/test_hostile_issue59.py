@@ -79,6 +79,29 @@ def test_the_same_plugin_file_run_again_registers_its_rule_again(tmp_path: Path,
         del sys.modules[name]
 
 
+def test_a_second_backend_class_of_a_kind_is_refused_even_with_the_same_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As for rules: two classes ``Mine`` of kind "mine" from two modules; the first stays."""
+    from typing import Literal
+
+    from moot.backends import config as backends
+
+    monkeypatch.setattr(backends, "BACKEND_KINDS", dict(backends.BACKEND_KINDS))
+
+    def mine(module: str) -> type[backends.BackendSettings]:
+        cls = type(
+            "Mine",
+            (backends.BackendSettings,),
+            {"__module__": module, "__annotations__": {"kind": Literal["mine"]}, "kind": "mine"},
+        )
+        return cls
+
+    first = backends.register_backend(mine("plugin_one"))
+    assert backends.register_backend(first) is first  # the same class again: itself
+    with pytest.raises(ConfigError, match=r"backend kind 'mine' is already registered by plugin_one\.Mine; "):
+        backends.register_backend(mine("plugin_two"))
+    assert backends.BACKEND_KINDS["mine"] is first
+
+
 # -- a plug-in task factory that returns no task ---------------------------------------------------------------
 def make_five() -> Any:
     return 5

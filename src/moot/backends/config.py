@@ -151,8 +151,13 @@ def register_backend(cls: _B) -> _B:
     if not isinstance(kind, str) or not kind.strip() or kind != kind.strip():
         raise ConfigError(f"{cls.__name__} needs a default kind, e.g. kind: Literal['mine'] = 'mine'")
     known = BACKEND_KINDS.get(kind)
-    if known is not None and known.__qualname__ != cls.__qualname__:
-        raise ConfigError(f"backend kind {kind!r} is already registered by {known.__module__}.{known.__qualname__}")
+    # the same class (its module run again) replaces itself; another, even of the same name in another plug-in
+    # file, is refused: it would silently replace the backend every run of that kind means
+    if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ConfigError(
+            f"backend kind {kind!r} is already registered by {known.__module__}.{known.__qualname__}; "
+            f"{cls.__module__}.{cls.__qualname__} cannot register it too"
+        )
     BACKEND_KINDS[kind] = cls
     return cls
 

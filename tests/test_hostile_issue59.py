@@ -43,8 +43,10 @@ class Plateau(Stopping):
 
 @pytest.fixture
 def own_stopping_rules(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stopping rules as a copy, so that what a test registers is gone after it."""
-    monkeypatch.setitem(registry._REGISTRY, "stopping", dict(registry.rules("stopping")))
+    """The stopping rules as a copy without any "plateau" (examples/plugins/plateau.py's, if a test loaded it), so
+    that what a test registers is gone after it."""
+    rules = {kind: cls for kind, cls in registry.rules("stopping").items() if kind != "plateau"}
+    monkeypatch.setitem(registry._REGISTRY, "stopping", rules)
 
 
 def test_a_second_plugin_file_defining_the_same_rule_is_refused_by_name(
@@ -60,6 +62,16 @@ def test_a_second_plugin_file_defining_the_same_rule_is_refused_by_name(
     assert "stopping rule 'plateau' is already registered by Plateau in" in message
     assert str(one.resolve()) in message and str(two.resolve()) in message
     assert registry.rules("stopping")["plateau"]().marker == "one"  # the first stays
+
+
+def test_a_copy_of_a_plugin_file_elsewhere_is_the_same_rule(tmp_path: Path, own_stopping_rules: None) -> None:
+    """The same class text from another path (two experiments carrying one plug-in, in one notebook): accepted."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "plateau.py").write_text(PLATEAU.replace("MARKER", "same"))
+        load_plugin(tmp_path / folder / "plateau.py")
+    assert registry.rules("stopping")["plateau"]().marker == "same"
 
 
 def test_the_same_plugin_file_run_again_registers_its_rule_again(tmp_path: Path, own_stopping_rules: None) -> None:

@@ -236,7 +236,13 @@ def test_a_port_in_use_is_one_line(store: Path) -> None:
 
 def test_ctrl_c_stops_it_cleanly(store: Path) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "moot", "view", str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "moot", "view", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a suite started in the background (nohup, a script's job) passes SIGINT on ignored, and Python then
+        # never raises KeyboardInterrupt: Ctrl-C reaches moot view as it does from a terminal
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert process.stdout is not None

@@ -48,6 +48,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from moot.errors import ConfigError
 from moot.models import DEFAULT_MODEL
+from moot.plugins import same_definition
 from moot.redact import redact
 
 if TYPE_CHECKING:
@@ -151,9 +152,9 @@ def register_backend(cls: _B) -> _B:
     if not isinstance(kind, str) or not kind.strip() or kind != kind.strip():
         raise ConfigError(f"{cls.__name__} needs a default kind, e.g. kind: Literal['mine'] = 'mine'")
     known = BACKEND_KINDS.get(kind)
-    # the same class (its module run again) replaces itself; another, even of the same name in another plug-in
-    # file, is refused: it would silently replace the backend every run of that kind means
-    if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+    # the same class (its module run again, or a copy of its file) replaces itself; another, even of the same name
+    # in another plug-in file, is refused: it would silently replace the backend every run of that kind means
+    if known is not None and not same_definition(known, cls):
         raise ConfigError(
             f"backend kind {kind!r} is already registered by {known.__module__}.{known.__qualname__}; "
             f"{cls.__module__}.{cls.__qualname__} cannot register it too"

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from moot.errors import ConfigError
-from moot.plugins import plugin_code
+from moot.plugins import plugin_code, same_definition
 
 FAMILIES = (
     "schedule",
@@ -85,9 +85,9 @@ def register(cls: _C) -> _C:
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"{cls.__name__} needs a default kind, e.g. kind: Literal['mine'] = 'mine'")
     known = _REGISTRY[family].get(kind)
-    # the same class registered again (its module re-run) replaces itself; any other class, even of the same name
-    # in another plug-in file, is refused: it would silently replace the rule every run of that name means
-    if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+    # the same class (its module re-run, or a copy of its file) replaces itself; any other class, even of the same
+    # name in another plug-in file, is refused: it would silently replace the rule every run of that name means
+    if known is not None and not same_definition(known, cls):
         raise ValueError(
             f"{family} rule {kind!r} is already registered by {_where(known)}; {_where(cls)} cannot register it too"
         )

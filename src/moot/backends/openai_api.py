@@ -400,11 +400,8 @@ class OpenAIBackend:
                     f"{', '.join(expected) or 'no model'}: the endpoints of a backend must serve the same model"
                 )
 
-    async def _read_slots(self, endpoint: _Endpoint) -> None:
-        """The endpoint's cap from its server, where it says (llama-server: ``total_slots`` in /props); else
-        from its kind, as its model list names it (``owned_by``: vLLM's and SGLang's, SERVER_CONCURRENCY);
-        else the default."""
-
+    async def _props(self, endpoint: _Endpoint) -> dict[str, Any]:
+        """The endpoint's ``/props`` (llama-server's), within PROPS_TIMEOUT_S; {} where it has none or fails."""
         timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
 
         async def props(client: Any) -> Any:
@@ -413,8 +410,15 @@ class OpenAIBackend:
         try:
             data = _json(await self._send(props, endpoint, timeout))
         except _Failure:
-            data = None
-        slots = data.get("total_slots") if isinstance(data, dict) else None
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    async def _read_slots(self, endpoint: _Endpoint) -> None:
+        """The endpoint's cap from its server, where it says (llama-server: ``total_slots`` in /props); else
+        from its kind, as its model list names it (``owned_by``: vLLM's and SGLang's, SERVER_CONCURRENCY);
+        else the default."""
+        data = await self._props(endpoint)
+        slots = data.get("total_slots")
         if not (isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1):
             slots = max((SERVER_CONCURRENCY.get(owner, 0) for owner in endpoint.owners), default=0)
         if slots:
@@ -426,16 +430,7 @@ class OpenAIBackend:
         llama-server's ``/props``, its build, slots and context per slot; ``openai-compatible`` where it says
         nothing. Its batch settings are the server's own, not known here."""
         endpoint = self._endpoints[0]
-        timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
-
-        async def props(client: Any) -> Any:
-            return await client.get(endpoint.props_url, cast_to=str, options={"timeout": timeout})
-
-        try:
-            data = _json(await self._send(props, endpoint, timeout))
-        except _Failure:
-            data = None
-        data = data if isinstance(data, dict) else {}
+        data = await self._props(endpoint)
         settings = data.get("default_generation_settings")
         context = settings.get("n_ctx") if isinstance(settings, dict) else None
         build = data.get("build_info")

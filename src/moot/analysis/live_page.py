@@ -17,7 +17,7 @@ SCRIPT = r"""
 (function () {
   "use strict";
   var POLL_MS = 2000;
-  var state = { offset: 0, limit: 50, version: null, open: null, conditions: "", timer: null };
+  var state = { offset: 0, limit: 50, version: null, open: null, conditions: "", timer: null, asked: 0 };
 
   function $(id) { return document.getElementById(id); }
   function el(tag, text, cls) {
@@ -140,7 +140,9 @@ SCRIPT = r"""
       condition: $("f-condition").value, outcome: $("f-outcome").value, q: $("f-q").value,
       offset: String(state.offset), limit: String(state.limit)
     });
-    get("/api/results?" + params.toString()).then(renderResults).catch(problem);
+    var asked = ++state.asked;  // a slower, older answer never overwrites a newer one
+    get("/api/results?" + params.toString())
+      .then(function (page) { if (asked === state.asked) { renderResults(page); } }).catch(problem);
   }
 
   function renderResults(page) {

@@ -208,3 +208,54 @@ def test_threads_default_to_the_machines_cores() -> None:
     backend = LocalBackendConfig(model="qwen2.5-0.5b").build()
     assert isinstance(backend, LlamaServerBackend)
     assert backend.server.record().threads == (os.cpu_count() or 1)
+
+
+def _llama_cpp_run(path: Path) -> list[str]:
+    config = ExperimentConfig.model_validate(
+        {
+            "name": "in-process",
+            "seeds": [0],
+            "tasks": [{"name": "arithmetic", "count": 2, "seed": 0}],
+            "agent": {
+                "backend": {"kind": "llama-cpp", "model": "qwen2.5-0.5b", "n_ctx": 1024, "n_threads": 1},
+                "sampling": {"temperature": 0.9, "max_tokens": 12},
+            },
+            "conditions": [{"name": "vote", "protocol": "vote", "agents": 2}],
+        }
+    )
+    asyncio.run(run_experiment(config, path))
+    store = RunStore.read(path)
+    try:
+        return [t.text for stored in store.results() for r in stored.result.rounds for t in r.turns]
+    finally:
+        store.close()
+
+
+def test_a_llama_cpp_run_is_recorded_deterministic_and_a_rerun_from_an_empty_store_replies_the_same(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("llama_cpp")
+    first = _llama_cpp_run(tmp_path / "a.sqlite")
+    again = _llama_cpp_run(tmp_path / "b.sqlite")
+    assert len(first) == 4 and first == again  # 2 questions x 2 agents, sampled at 0.9, equal reply for reply
+    version = importlib.metadata.version("llama_cpp_python")
+    line = f"engine qwen2.5-0.5b: llama-cpp-python {version}, 1 slot, 1 thread, context 1024, deterministic"
+    assert line in header_lines(build_report(tmp_path / "a.sqlite", resamples=100))
+
+
+def test_the_hf_backend_says_deterministic_on_a_cpu_only() -> None:
+    pytest.importorskip("transformers")
+    import torch
+
+    from moot.backends.config import HFBackendConfig
+
+    async def record(device: str) -> EngineRecord:
+        return await HFBackendConfig(model="qwen2.5-0.5b", device=device).build().engine_record()  # type: ignore[attr-defined]
+
+    version = importlib.metadata.version("transformers")
+    assert asyncio.run(record("cpu")) == EngineRecord(
+        engine="transformers on cpu", version=version, slots=1, threads=torch.get_num_threads(), deterministic=True
+    )
+    assert asyncio.run(record("cuda:0")) == EngineRecord(
+        engine="transformers on cuda:0", version=version, slots=1, deterministic=False
+    )

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
+from moot.backends.engine_record import EngineRecord, package_version
 from moot.backends.local import sample_seed
 from moot.backends.model_thread import ModelThread
 from moot.backends.reasoning import split_reasoning
@@ -65,6 +66,22 @@ class HFBackend:
     @property
     def parallel(self) -> int:
         return 1  # one generation thread
+
+    async def engine_record(self) -> EngineRecord:
+        """transformers, one call at a time, each sample reseeded: on a CPU reruns give equal replies; a GPU's
+        kernels may sum in another order from run to run, so there it does not promise it."""
+        import torch
+
+        from moot.hf import pick_device
+
+        device = pick_device(self.device)
+        return EngineRecord(
+            engine=f"transformers on {device}",
+            version=package_version("transformers"),
+            slots=1,
+            threads=torch.get_num_threads() if device == "cpu" else None,
+            deterministic=device == "cpu",
+        )
 
     async def check(self) -> None:
         """Load the model (and adapter) now, so that one the libraries cannot load fails before any question."""

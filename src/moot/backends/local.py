@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
+from moot.backends.engine_record import EngineRecord, package_version
 from moot.backends.model_thread import ModelThread
 from moot.backends.reasoning import split_reasoning
 from moot.errors import BackendError, ConfigError
@@ -65,6 +66,17 @@ class LocalBackend:
     @property
     def parallel(self) -> int:
         return 1  # one generation thread
+
+    async def engine_record(self) -> EngineRecord:
+        """llama-cpp-python, one call at a time, a seeded request from a clean state: reruns give equal replies."""
+        return EngineRecord(
+            engine="llama-cpp-python",
+            version=package_version("llama_cpp_python"),
+            slots=1,
+            threads=self.n_threads,
+            context=self.n_ctx,
+            deterministic=True,
+        )
 
     async def check(self) -> None:
         """Load the model now, so that a file llama.cpp cannot read fails before any question starts."""

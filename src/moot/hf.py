@@ -279,3 +279,40 @@ def _quietly(load: Any) -> Any:
         hf_logging.set_verbosity(verbosity)
         if bars:
             hf_logging.enable_progress_bar()
+
+
+def hf_folder(name: str) -> tuple[Path | str, str]:
+    """What a server that reads Hugging Face folders (vLLM) loads for ``name``, and the model's identity: a
+    GGUF (a registered name or a file) is dequantised once into a folder under the model cache
+    (``<cache>/hf/<sha256 of the GGUF>``: float32 safetensors and the tokenizer, so the weights are the
+    GGUF's exactly), reused after; a folder or a hub id is given as it is. Needs ``moot[hf]`` for a GGUF."""
+    from moot.models import cache_dir
+
+    source = resolve_source(name)
+    if not source.is_gguf:
+        return (Path(source.location) if Path(source.location).is_dir() else source.location), source.identity
+    target = cache_dir() / "hf" / source.identity.removeprefix("gguf:")
+    if not (target / "config.json").is_file():
+        export_folder(name, target)
+    return target, source.identity
+
+
+def export_folder(name: str, target: Path, dtype: Dtype = "float32") -> Path:
+    """Save ``name``'s model (a GGUF dequantised to ``dtype``) and tokenizer as a Hugging Face folder at
+    ``target``, written beside it and renamed into place, so that a folder there is always whole."""
+    import shutil
+    import tempfile
+
+    loaded = load_model(name, dtype=dtype, device="cpu")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        _quietly(lambda: loaded.model.save_pretrained(partial))
+        loaded.tokenizer.save_pretrained(partial)
+        if target.exists():
+            shutil.rmtree(target)
+        partial.rename(target)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return target

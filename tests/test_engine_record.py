@@ -87,6 +87,18 @@ class _LlamaLike(JSONHandler):
             self._json(404, {"error": "not found"})
 
 
+class _VLLMLike(JSONHandler):
+    """A server that says what it is as vLLM 0.32 does: owned_by and max_model_len in its model list, /version."""
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/v1/models"):
+            self._json(200, {"object": "list", "data": [{"id": "m", "owned_by": "vllm", "max_model_len": 2048}]})
+        elif self.path == "/version":
+            self._json(200, {"version": "0.32.0"})
+        else:
+            self._json(404, {"error": "not found"})
+
+
 class _Plain(JSONHandler):
     models = ("m",)
 
@@ -95,6 +107,7 @@ class _Plain(JSONHandler):
     ("handler", "expected"),
     [
         (_LlamaLike, EngineRecord(engine="llamacpp", version="b6500-abc123", slots=4, context=4096)),
+        (_VLLMLike, EngineRecord(engine="vllm", version="0.32.0", context=2048)),
         (_Plain, EngineRecord(engine="openai-compatible")),
     ],
 )

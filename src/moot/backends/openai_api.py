@@ -157,6 +157,7 @@ class _Completion(_Strict):
 class _ModelEntry(_Strict):
     id: str
     owned_by: Any = None  # "vllm", "sglang", "llamacpp", "openai", ...: sizes an endpoint (SERVER_CONCURRENCY)
+    max_model_len: Any = None  # vLLM's context window, tokens
 
 
 class _ModelList(_Strict):
@@ -192,6 +193,7 @@ class _Endpoint:
     client: Any  # openai.AsyncOpenAI
     props_url: str  # where llama-server says how many slots it has
     tokenize_url: str  # where llama-server and vLLM tokenize a text
+    version_url: str  # where vLLM says its version
     window: Window  # requests in flight at most: its cap, less while it answers 'overloaded'
     in_flight: int = 0
     failures: int = 0  # cool-downs since its last answer: the next one lasts twice as long
@@ -199,6 +201,7 @@ class _Endpoint:
     epoch: int = 0  # cool-downs so far: an attempt sent before the latest neither extends nor ends it
     last_error: str = ""
     owners: frozenset[str] = frozenset()  # its model list's owned_by: which kind of server it is
+    context: int | None = None  # its model list's max_model_len (vLLM's), tokens
 
     def load(self) -> float:
         return self.in_flight / self.window.limit
@@ -255,9 +258,9 @@ class OpenAIBackend:
                 # not the library's words: they quote the piece of the URL it could not read, a password's
                 hint = "percent-encode any of / ? # @ : in its user name or password"
                 raise ConfigError(f"base URL {shown} is not a valid URL; {hint}") from None
-            props, tokenize = _root_url(parts, "props"), _root_url(parts, "tokenize")
+            props, tokenize, version = (_root_url(parts, path) for path in ("props", "tokenize", "version"))
             window = Window(config.max_concurrency, adaptive=config.adaptive_concurrency)
-            self._endpoints.append(_Endpoint(shown, client, props, tokenize, window))
+            self._endpoints.append(_Endpoint(shown, client, props, tokenize, version, window))
         self.base_url = ", ".join(e.url for e in self._endpoints)  # what messages about the backend show
         self._model = config.model
         self._sized_by_server = "max_concurrency" not in config.model_fields_set  # a given limit always wins
@@ -400,12 +403,13 @@ class OpenAIBackend:
                     f"{', '.join(expected) or 'no model'}: the endpoints of a backend must serve the same model"
                 )
 
-    async def _props(self, endpoint: _Endpoint) -> dict[str, Any]:
-        """The endpoint's ``/props`` (llama-server's), within PROPS_TIMEOUT_S; {} where it has none or fails."""
+    async def _props(self, endpoint: _Endpoint, url: str | None = None) -> dict[str, Any]:
+        """The endpoint's ``/props`` (llama-server's), or the JSON object at another ``url`` of its server (vLLM's
+        ``/version``), within PROPS_TIMEOUT_S; {} where it has none or fails."""
         timeout = min(self._timeout_s, PROPS_TIMEOUT_S)
 
         async def props(client: Any) -> Any:
-            return await client.get(endpoint.props_url, cast_to=str, options={"timeout": timeout})
+            return await client.get(url or endpoint.props_url, cast_to=str, options={"timeout": timeout})
 
         try:
             data = _json(await self._send(props, endpoint, timeout))
@@ -419,7 +423,7 @@ class OpenAIBackend:
         else the default."""
         data = await self._props(endpoint)
         slots = data.get("total_slots")
-        if not (isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1):
+        if not _count(slots):
             slots = max((SERVER_CONCURRENCY.get(owner, 0) for owner in endpoint.owners), default=0)
         if slots:
             endpoint.window.resize(slots)
@@ -427,19 +431,23 @@ class OpenAIBackend:
 
     async def engine_record(self) -> EngineRecord:
         """What the first endpoint says it is: its model list's ``owned_by`` (read by ``check``) and, from
-        llama-server's ``/props``, its build, slots and context per slot; ``openai-compatible`` where it says
-        nothing. Its batch settings are the server's own, not known here."""
+        llama-server's ``/props``, its build, slots and context per slot, or from vLLM's ``/version`` and model
+        list, its version and context; ``openai-compatible`` where it says nothing. Its batch settings are the
+        server's own, not known here."""
         endpoint = self._endpoints[0]
         data = await self._props(endpoint)
         settings = data.get("default_generation_settings")
         context = settings.get("n_ctx") if isinstance(settings, dict) else None
         build = data.get("build_info")
         slots = data.get("total_slots")
+        if "vllm" in endpoint.owners:
+            build = (await self._props(endpoint, endpoint.version_url)).get("version")
+            context = endpoint.context
         return EngineRecord(
             engine=", ".join(sorted(endpoint.owners)) or "openai-compatible",
             version=build if isinstance(build, str) and build else None,
-            slots=slots if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1 else None,
-            context=context if isinstance(context, int) and not isinstance(context, bool) and context >= 1 else None,
+            slots=slots if _count(slots) else None,
+            context=context if _count(context) else None,
         )
 
     async def generate(self, request: GenerationRequest) -> Reply:
@@ -865,7 +873,13 @@ async def _each(calls: Iterable[Awaitable[T]]) -> list[T]:
 def _model_ids(listed: _ModelList, endpoint: _Endpoint) -> list[str]:
     """The ids of a model list, noting on ``endpoint`` who owns them (its kind of server)."""
     endpoint.owners = frozenset(str(m.owned_by).lower() for m in listed.data if m.owned_by is not None)
+    endpoint.context = next((m.max_model_len for m in listed.data if _count(m.max_model_len)), None)
     return [m.id for m in listed.data]
+
+
+def _count(value: Any) -> bool:
+    """``value`` is a positive int (not a bool): a server's count of slots or tokens that can be taken."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _list_models(client: Any) -> Awaitable[Any]:

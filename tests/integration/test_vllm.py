@@ -58,8 +58,8 @@ class Served:
     def run(self, coroutine: object) -> object:
         return self.loop.run_until_complete(coroutine)  # type: ignore[arg-type]
 
-    def generate(self, request: GenerationRequest, backend: object | None = None) -> Reply:
-        reply = self.run((backend or self.backend).generate(request))  # type: ignore[attr-defined]
+    def generate(self, request: GenerationRequest) -> Reply:
+        reply = self.run(self.backend.generate(request))
         assert isinstance(reply, Reply)
         return reply
 
@@ -137,9 +137,12 @@ def test_prefix_caching_is_on_and_its_hit_rate_is_read_from_the_metrics(served: 
     """The CPU build caches by 128-token blocks: a prompt of several blocks asked twice is found the second time."""
     long = (Message("user", "Repeat after me: " + " ".join(f"item {i}," for i in range(150)) + " Done?"),)
     before = served.backend.server.metrics()
-    served.generate(GenerationRequest(long, temperature=0.0, max_tokens=4))
-    served.generate(GenerationRequest(long, temperature=0.0, max_tokens=4))
+    first = served.generate(GenerationRequest(long, temperature=0.0, max_tokens=4)).samples[0]
+    again = served.generate(GenerationRequest(long, temperature=0.0, max_tokens=4)).samples[0]
     after = served.backend.server.metrics()
+    # usage says it too (--enable-prompt-tokens-details): the call's cached tokens, whole blocks
+    assert first.cached_tokens in (0, None) and again.cached_tokens is not None and again.cached_tokens >= 256
+    assert again.cached_tokens % 128 == 0 and again.cached_tokens < again.prompt_tokens
     hits = after["vllm:prefix_cache_hits_total"] - before.get("vllm:prefix_cache_hits_total", 0.0)
     assert hits >= 256  # at least two whole blocks of the second request's prompt
     rate = served.backend.prefix_cache_hit_rate()

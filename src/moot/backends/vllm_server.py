@@ -19,6 +19,8 @@ What differs from llama-server, and how moot evens it out (tests/integration/tes
   128-token blocks on the CPU build) rather than per slot, so there is no slot to pin a conversation to;
 - reruns: a seeded request alone gives the same reply, but batched beside others it may not (as
   llama-server with parallel slots), so vLLM is recorded ``reruns may differ``;
+- cached prompt tokens: vLLM reports them in usage only with ``--enable-prompt-tokens-details``, which moot
+  passes, so a call's ``cached_tokens`` (and its price at ``cached_prompt``) is known as with llama-server;
 - the engine record reads vLLM's ``/version``; llama-server's ``/props`` does not exist there.
 """
 
@@ -106,6 +108,7 @@ class VLLMServer(ServerProcess):
             *("--dtype", self.dtype, "--tensor-parallel-size", str(self.tensor_parallel_size)),
             *("--gpu-memory-utilization", str(self.gpu_memory_utilization)),
             "--enable-prefix-caching",
+            "--enable-prompt-tokens-details",  # usage names the cached prompt tokens (priced as cached_prompt)
             *("--generation-config", "vllm"),  # not the folder's sampling defaults (see the module's docstring)
             *self.extra_args,
         ]

@@ -37,7 +37,7 @@ from moot.runner.options import AgentOptions
 from moot.runner.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILT_IN = ["local", "llama-cpp", "openai", "hf", "scripted"]
+BUILT_IN = ["local", "vllm", "llama-cpp", "openai", "hf", "scripted"]
 
 # fingerprints of two example experiments, as computed before backends had a registry
 FINGERPRINTS = {
@@ -207,7 +207,7 @@ def test_a_stored_unknown_kind_reads_back_as_a_record_and_refuses_to_build() -> 
     with pytest.raises(ConfigError, match="backend kind 'gone' is not registered"):
         spec.backend.build()
     with pytest.raises(
-        ValidationError, match="unknown backend kind gone; kinds: local, llama-cpp, openai, hf, scripted"
+        ValidationError, match="unknown backend kind gone; kinds: local, vllm, llama-cpp, openai, hf, scripted"
     ):
         AgentSpec.model_validate({"name": "a", "backend": table})
 
@@ -233,9 +233,9 @@ def test_the_backend_option_takes_every_registered_kind(mine: Path) -> None:
     backend = AgentOptions.of(backend="mine").agent_template().backend
     assert backend is not None and backend.kind == "mine"
     with pytest.raises(
-        ConfigError, match="unknown backend 'vllm'; choose local, llama-cpp, openai, hf, scripted or mine"
+        ConfigError, match="unknown backend 'vlm'; choose local, vllm, llama-cpp, openai, hf, scripted or mine"
     ):
-        AgentOptions.of(backend="vllm")
+        AgentOptions.of(backend="vlm")
 
 
 def test_scripted_models_are_a_registry() -> None:

@@ -65,7 +65,8 @@ Backend = Annotated[
     typer.Option(
         "--backend",
         "-b",
-        help="A backend kind: local (llama.cpp's server, managed by moot; default), llama-cpp (in-process), "
+        help="A backend kind: local (llama.cpp's server, managed by moot; default), vllm (vLLM's server, managed "
+        "by moot; its Python from $MOOT_VLLM_PYTHON), llama-cpp (in-process), "
         "openai (any server), hf (transformers in-process, with an optional --adapter; see docs/hf-backend.md), "
         "scripted (scripted replies, no model) or a plug-in's; `moot backends` lists every registered kind.",
     ),

@@ -69,8 +69,9 @@ def test_old_flat_dumps_load_as_their_kind(changes: dict[str, Any], expected: ob
     ("table", "key", "owner"),
     [
         ({"base_url": "http://h/v1"}, "base_url", "openai"),
-        ({"kind": "openai", "n_ctx": 4096}, "n_ctx", "local or llama-cpp"),
-        ({"kind": "llama-cpp", "slots": 4}, "slots", "local"),
+        ({"kind": "openai", "n_ctx": 4096}, "n_ctx", "local or vllm or llama-cpp"),
+        ({"kind": "llama-cpp", "slots": 4}, "slots", "local or vllm"),
+        ({"kind": "local", "tensor_parallel_size": 2}, "tensor_parallel_size", "vllm"),
         ({"kind": "local", "delay_s": 0.5}, "delay_s", "scripted"),
     ],
 )
@@ -96,8 +97,8 @@ def test_experiment_files_name_the_key(tmp_path: Path) -> None:
         load('kind = "local", base_url = "http://h/v1"')
     )
     assert "agent.backend.n_ctxx: unknown key" in str(load("n_ctxx = 1"))
-    assert "agent.backend: unknown backend kind vllm; kinds: local, llama-cpp, openai, hf, scripted" in str(
-        load('kind = "vllm"')
+    assert "agent.backend: unknown backend kind sglang; kinds: local, vllm, llama-cpp, openai, hf, scripted" in str(
+        load('kind = "sglang"')
     )
     assert "agent.backend.n_ctx: Input should be greater than or equal to 256" in str(load("n_ctx = 1"))
 
@@ -132,7 +133,7 @@ def test_toml_round_trip_and_hashing(tmp_path: Path) -> None:
 
 
 async def test_each_kind_builds_its_backend(tmp_path: Path) -> None:
-    assert set(BACKEND_KINDS) == {"local", "llama-cpp", "openai", "hf", "scripted"}
+    assert set(BACKEND_KINDS) == {"local", "vllm", "llama-cpp", "openai", "hf", "scripted"}
     scripted = make_backend(ScriptedBackendConfig(delay_s=0.5))
     assert isinstance(scripted, ScriptedBackend) and scripted.model_id == "scripted:numbers"
     with pytest.raises(ConfigError, match="unknown scripted model 'poetry'; known: numbers"):

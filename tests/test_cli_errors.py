@@ -29,7 +29,10 @@ def moot(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None)
         (["run", "--rounds", "-2"], "rounds must be a positive integer, got -2"),
         (["run", "--questions", "0"], "questions must be a positive integer, got 0"),
         (["run", "--tie-rule", "coin"], "unknown tie rule 'coin'"),
-        (["run", "--backend", "vllm"], "unknown backend 'vllm'; choose local, llama-cpp, openai, hf or scripted"),
+        (
+            ["run", "--backend", "sglang"],
+            "unknown backend 'sglang'; choose local, vllm, llama-cpp, openai, hf or scripted",
+        ),
         (["run", "--model", "no-such-model"], "--model: unknown model 'no-such-model'"),
         (["run", "--backend", "openai"], "the openai backend needs a base URL"),
         (["ask", "1+1?", "--temperature", "-1"], "option temperature: Input should be greater than or equal to 0"),

@@ -20,7 +20,7 @@ def _value(command: list[str], flag: str) -> str:
 def test_a_vllm_table_validates_as_its_kind_and_reads_back_equal() -> None:
     config = parse_backend(kind="vllm", model="Qwen/Qwen2.5-0.5B-Instruct", tensor_parallel_size=2, extra_args=["--x"])
     assert isinstance(config, VLLMBackendConfig)
-    assert config.extra_args == ("--x",) and config.n_ctx == 4096 and config.python is None
+    assert config.extra_args == ("--x",) and config.n_ctx == 8192 and config.python is None
     assert parse_backend(**config.model_dump(mode="json", exclude_none=True)) == config
     with pytest.raises(ValidationError, match="gpu_memory_utilization"):
         parse_backend(kind="vllm", gpu_memory_utilization=1.5)

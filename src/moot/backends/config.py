@@ -265,7 +265,7 @@ class VLLMBackendConfig(BackendSettings):
         description="the Python whose environment has vLLM, e.g. .venv-vllm/bin/python (default: $MOOT_VLLM_PYTHON, "
         "else moot's own)",
     )
-    n_ctx: int = Field(default=4096, ge=256, description="context window in tokens (vLLM's --max-model-len)")
+    n_ctx: int = Field(default=8192, ge=256, description="context window in tokens (vLLM's --max-model-len)")
     slots: int | None = Field(
         default=None,
         ge=1,

@@ -57,7 +57,7 @@ def test_an_hf_table_validates_as_its_kind_and_reads_back_equal() -> None:
     [
         ({"dtype": "float8"}, "Input should be 'auto', 'float32', 'bfloat16' or 'float16'"),
         ({"adapter": " "}, "an empty adapter path"),
-        ({"n_ctx": 4096}, "an option of the local or llama-cpp backend, not of the hf one"),
+        ({"n_ctx": 4096}, "an option of the local or vllm or llama-cpp backend, not of the hf one"),
         ({"n_threads": 0}, "greater than or equal to 1"),
     ],
 )
@@ -69,7 +69,9 @@ def test_bad_hf_options_are_refused_by_name(options: dict[str, object], message:
 def test_the_command_line_builds_an_hf_agent_with_its_adapter() -> None:
     template = AgentOptions.of(backend="hf", model="qwen2.5-0.5b", adapter="out/adapter", threads=2).agent_template()
     assert template.backend == HFBackendConfig(model="qwen2.5-0.5b", adapter="out/adapter", n_threads=2)
-    with pytest.raises(ConfigError, match="option n_ctx: an option of the local or llama-cpp backend, not of the hf"):
+    with pytest.raises(
+        ConfigError, match="option n_ctx: an option of the local or vllm or llama-cpp backend, not of the hf"
+    ):
         AgentOptions.of(backend="hf", context=4096).agent_template()
 
 

@@ -100,8 +100,9 @@ def test_an_installed_backend_kind_and_scripted_model_are_listed_and_run(install
     assert paris.returncode == 0, paris.stderr
     assert "Paris" in paris.stdout
     refused = moot(*quick, "--backend", "echo", "--output", str(tmp_path / "no.sqlite"), cwd=tmp_path)
-    assert refused.returncode == 2 and "unknown backend 'echo'; choose local, llama-cpp, openai, hf or scripted" in (
-        refused.stderr
+    assert (
+        refused.returncode == 2
+        and "unknown backend 'echo'; choose local, vllm, llama-cpp, openai, hf or scripted" in (refused.stderr)
     )
 
 

@@ -102,9 +102,12 @@ SystemPrompt = Annotated[
     str | None,
     typer.Option(help="System prompt of every agent (default: the task's; an empty string for none)."),
 ]
-Threads = Annotated[int | None, typer.Option(help="local, llama-cpp, hf: CPU threads (default: all cores).")]
+Threads = Annotated[
+    int | None, typer.Option(help="local, llama-cpp, hf, vllm (its CPU build): CPU threads (default: all cores).")
+]
 Context = Annotated[
-    int | None, typer.Option(help="local, llama-cpp: context window in tokens, per slot (default: 8192).")
+    int | None,
+    typer.Option(help="local, llama-cpp, vllm: context window in tokens, per slot (default: 8192)."),
 ]
 
 

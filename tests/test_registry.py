@@ -30,12 +30,12 @@ def test_every_family_has_its_rules_registered_by_name() -> None:
     names = {family: set(rules(family)) for family in FAMILIES}
     assert names["retention"] >= {"all", "dar", "certain", "similar", "dar-text", "perplexity-top", "distinct"}
     assert names["stopping"] >= {"fixed", "consensus", "stable", "judge", "moderator", "moderator_confidence"}
-    assert names["aggregation"] >= {"majority", "confidence", "judge", "moderator"}
+    assert names["aggregation"] >= {"majority", "confidence", "judge", "moderator", "trajectory", "synthesis"}
     assert names["topology"] >= {"none", "full", "ring", "star", "graph"}
     assert names["schedule"] >= {"peers", "liang"}
-    assert names["cue"] >= {"confidence", "uncertainty", "vote"}
+    assert names["cue"] >= {"confidence", "uncertainty", "vote", "anti-conformity"}
     assert (names["history"], names["rendering"], names["initializer"]) == (
-        {"chat", "fresh"},
+        {"chat", "fresh", "synthesize"},
         {"du", "dar", "grouped"},
         {"independent", "diverse"},
     )

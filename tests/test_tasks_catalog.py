@@ -16,6 +16,8 @@ def test_catalog_lists_every_task_with_sizes_licences_and_metrics() -> None:
     assert rows["gpqa"].offline.startswith("not shipped") and "gated" in rows["gpqa"].licence
     assert rows["chess-move"].offline == "generated" and "Stockfish" in rows["chess-move"].metric
     assert "fact precision" in rows["biographies"].metric
+    assert rows["knights"].offline.startswith("generated") and "Smullyan" in rows["knights"].source
+    assert [row.name for row in catalog() if row.name.startswith("knights")] == ["knights (or knights:<n>)"]
     for row in rows.values():
         assert row.licence and row.metric and row.source and row.offline
 

@@ -26,6 +26,7 @@ from moot.tasks.gpqa import GPQATask
 from moot.tasks.gsm8k import GSM8KTask
 from moot.tasks.hellaswag import HellaSwagTask
 from moot.tasks.hh_rlhf import HHRLHFTask
+from moot.tasks.knights import KnightsTask
 from moot.tasks.mmlu import MMLUTask
 from moot.tasks.quality import QualityTask
 
@@ -45,6 +46,8 @@ def test_every_task_class_is_a_task() -> None:
         BiographiesTask(),
         ChessValidityTask(),
         ChessMoveTask(),
+        KnightsTask(),
+        KnightsTask(5),
         FreeQuestionTask(ArithmeticTask()),
     ]
     assert all(isinstance(task, Task) for task in tasks)
@@ -62,6 +65,7 @@ def test_every_registered_task_has_a_card_and_a_provenance() -> None:
         assert task.provenance()["task"] == task.name
     assert get_task("arithmetic").provenance() == {"task": "arithmetic", "source": "generated"}
     assert get_task("chess-validity").provenance()["source"] == "generated"
+    assert get_task("knights:5").provenance() == {"task": "knights:5", "source": "generated"}
 
 
 def test_generated_tasks_read_no_data(tmp_path: Path) -> None:
@@ -73,6 +77,8 @@ def test_generated_tasks_read_no_data(tmp_path: Path) -> None:
         load_hub(get_task("arithmetic"))
     with pytest.raises(ConfigError, match="no Hugging Face hub dataset"):
         get_task("chess-move", data="hub")
+    with pytest.raises(ConfigError, match="task knights generates its questions; it reads no data file"):
+        load_local(get_task("knights"), path)
     arithmetic = get_task("arithmetic")
     assert arithmetic.with_source(DataSource("offline")) is arithmetic
 

@@ -890,7 +890,7 @@ def tasks() -> None:
         console.print("[dim]not shown at this width: source (the README's Tasks section has it)[/]")
     console.print(
         "[dim]--data hub reads the Hugging Face hub; --data FILE a JSONL or CSV file in the task's schema; "
-        "mmlu:<subject>[,<subject>], hh-rlhf:<subset> and chess-move:<depth> take an argument[/]"
+        "mmlu:<subject>[,<subject>], hh-rlhf:<subset>, chess-move:<depth> and knights:<n> take an argument[/]"
     )
 
 

@@ -171,3 +171,43 @@ def test_dar_and_mad_m2_run_on_the_real_model_with_logprobs(tiny_model, tmp_path
     # round 0 is shared (same fresh prompt, both ask for log-probabilities): 3 + 3 + 3 + 1 filter call
     assert outcome.calls == 10
     store.close()
+
+
+def test_the_2026_presets_run_on_the_real_model(tiny_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Free-MAD, Mixture-of-Agents and Self-MoA end to end: round 0 shared with the other peer protocols, the
+    aggregator's call stored as the result's final verdict, Free-MAD's scores stored with its vote."""
+    config = parse_experiment(
+        {
+            "name": "y2026",
+            "tasks": [{"name": "arithmetic", "count": 1, "seed": 2}],
+            "agent": {
+                "backend": {"kind": "local", "model": "qwen2.5-0.5b", "n_ctx": 4096},
+                "sampling": {"temperature": 0.7, "max_tokens": 40},
+            },
+            "conditions": [
+                {"name": "free-mad", "protocol": "free-mad"},
+                {"name": "moa", "protocol": "moa", "agents": 2},
+                {"name": "self-moa", "protocol": "self-moa", "agents": 3, "judge": {"sampling": {"max_tokens": 60}}},
+            ],
+        }
+    )
+    path = tmp_path / "run.sqlite"
+    outcome = asyncio.run(run_experiment(config, path))
+    store = RunStore.open(path)
+    results = {r["condition"]: r for r in store.rows("results")}
+    assert all(r["status"] in ("answered", "unparsed") for r in results.values())
+    for name in ("moa", "self-moa"):
+        final = json.loads(results[name]["final_judge"])
+        assert final["text"] and final["answer"] == results[name]["final_answer"]
+    assert results["free-mad"]["final_judge"] is None
+    free_votes = json.loads(results["free-mad"]["votes"])
+    assert len(free_votes) == 2 and free_votes[-1]["weights"] is not None
+    calls = list(store.rows("calls"))
+    aggregator = [c for c in calls if c["agent"] == "aggregator"]
+    assert len(aggregator) == 2  # one for moa, one for self-moa
+    assert "Responses from models:" in json.loads(aggregator[0]["request"])["messages"][0]["content"]
+    # round 0: agents 1-3 once for all three conditions; round 1: free-mad 3, moa 2; 2 aggregator calls
+    round0 = [c for c in calls if c["round"] == 0 and c["agent"] != "aggregator"]
+    assert len(round0) == 3
+    assert outcome.calls == len(calls) == 3 + 3 + 2 + 2
+    store.close()

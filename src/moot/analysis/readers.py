@@ -9,7 +9,8 @@ Three readers are documented:
   et al.'s templates (history fresh, templates "choi": the DAR presets, mad-m2, society-fresh) Choi et al.'s
   evaluator, which moot already reads them by; no other task has one (the reader does not apply);
 - ``strict``: only the format the prompt asked for: arithmetic, a number ending the reply; GSM8K, the last
-  ``\\boxed{}``; multiple choice, the last "(X)"; Choi et al.'s templates, "{final answer: X}".
+  ``\\boxed{}``; multiple choice, the last "(X)"; knights and knaves, the last "Answer:" line (no fallback to
+  the final paragraph, as moot's reading has); Choi et al.'s templates, "{final answer: X}".
 
 A result is re-read from its stored replies, with no model call: every turn of its final round is read again
 and voted on with the condition's own aggregation and tie rule (a random tie's recorded seed reused). A
@@ -37,6 +38,7 @@ from moot.seeds import derive_seed
 from moot.tasks import get_task
 from moot.tasks.base import Question, Task
 from moot.tasks.extract import boxed_contents, canonical_number
+from moot.tasks.knights import MAX_PEOPLE, MIN_PEOPLE, NAMES, KnightsTask, read_answer_line
 
 MOOT = "moot"
 ReadFn = Callable[[str], str | None]  # a reply's text -> a canonical answer, or None (unparsed)
@@ -133,13 +135,16 @@ def _task(name: str) -> Task | None:
 
 def task_kind(name: str) -> str | None:
     """What the readers know a task as: "arithmetic", "gsm8k", "mmlu", "choice" (other multiple choice),
-    or None (free-form tasks and unknown ones)."""
+    "knights:<n>" (knights and knaves among n people: the reading depends on their names), or None (free-form
+    tasks and unknown ones)."""
     from moot.tasks.arithmetic import ArithmeticTask
     from moot.tasks.choice import MultipleChoiceTask
     from moot.tasks.gsm8k import GSM8KTask
     from moot.tasks.mmlu import MMLUTask
 
     task = _task(name)
+    if isinstance(task, KnightsTask):
+        return f"knights:{task.people}"
     for cls, kind in ((ArithmeticTask, "arithmetic"), (GSM8KTask, "gsm8k"), (MMLUTask, "mmlu")):
         if isinstance(task, cls):
             return kind
@@ -152,6 +157,8 @@ _STRICT: dict[str, ReadFn] = {
     "gsm8k": strict_boxed,
     "mmlu": strict_choice,
     "choice": strict_choice,
+    # knights and knaves: no paper parser; strictly, the last "Answer:" line naming every person
+    **{f"knights:{n}": functools.partial(read_answer_line, names=NAMES[:n]) for n in range(MIN_PEOPLE, MAX_PEOPLE + 1)},
 }
 
 
@@ -190,7 +197,8 @@ READERS: dict[str, Reader] = {
         Reader(
             "strict",
             "only the format asked for: a number ending the reply (arithmetic), the last \\boxed{} (GSM8K), the "
-            'last "(X)" (multiple choice), "{final answer: X}" (Choi et al.\'s templates)',
+            'last "(X)" (multiple choice), the last "Answer:" line (knights), "{final answer: X}" (Choi et al.\'s '
+            "templates)",
             _STRICT,
         ),
     )
@@ -245,15 +253,17 @@ def reading(reader: Reader, task: str, condition: ResolvedCondition | None, ques
 
 
 def revote(result: DebateResult, protocol: ProtocolSpec, read: ReadFn, seed: int) -> Vote:
-    """The final round's vote with every reply read by ``read``, under the protocol's aggregation and tie
-    rule; a random tie is broken with the seed the stored vote records (else the one the engine derives
-    from the run's ``seed``, the question and the round)."""
-    last = result.rounds[-1]
-    turns = [replace(t, answer=read(t.text)) for t in last.turns]
+    """The final round's vote with every reply read by ``read`` (the earlier rounds' too, for an aggregation that
+    scores every round), under the protocol's aggregation and tie rule; a random tie is broken with the seed the
+    stored vote records (else the one the engine derives from the run's ``seed``, the question and the round)."""
+    aggregation = protocol.aggregation
+    rounds = result.rounds if aggregation.reads_rounds else result.rounds[-1:]
+    read_rounds = [replace(r, turns=tuple(replace(t, answer=read(t.text)) for t in r.turns)) for r in rounds]
+    last = read_rounds[-1]
     tie_seed = last.vote.tie_seed
     if tie_seed is None:
         tie_seed = derive_seed(seed, result.question.id, "tie", last.index)
-    return protocol.aggregation.vote(turns, protocol.tie_rule, tie_seed)
+    return aggregation.round_vote(read_rounds[:-1], last.turns, protocol.tie_rule, tie_seed)
 
 
 def reread(stored: StoredResult, condition: ResolvedCondition | None) -> dict[str, bool | None]:

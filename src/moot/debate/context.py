@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 JUDGE_NAME = "judge"
 MODERATOR_NAME = "moderator"
 FILTER_NAME = "filter"
+AGGREGATOR_NAME = "aggregator"  # a Mixture-of-Agents aggregator (aggregation "synthesis")
 
 
 def call_seed(run_seed: int, question: Question, agent: Agent, round_index: int) -> int:

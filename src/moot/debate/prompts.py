@@ -102,3 +102,28 @@ def fresh_message(
         f"            {question}{instruction}{agreement_sentence(agreement if peers is not None else None)}"
     )
     return Message("user", text)
+
+
+# Mixture-of-Agents' Aggregate-and-Synthesize prompt (Wang et al. 2024, "Mixture-of-Agents Enhances Large Language
+# Model Capabilities", Table 1), reproduced for fidelity; their code adds it, with the numbered responses, to the
+# system message after whatever system prompt the request already has.
+MOA_SYNTHESIZE = (
+    "You have been provided with a set of responses from various open-source models to the latest user query. "
+    "Your task is to synthesize these responses into a single, high-quality response. It is crucial to critically "
+    "evaluate the information provided in these responses, recognizing that some of it may be biased or incorrect. "
+    "Your response should not simply replicate the given answers but should offer a refined, accurate, and "
+    "comprehensive reply to the instruction. Ensure your response is well-structured, coherent, and adheres to the "
+    "highest standards of accuracy and reliability.\n\nResponses from models:"
+)
+
+
+@template
+def synthesis_messages(task: Task, question: Question, system: str | None, replies: list[str]) -> list[Message]:
+    """A Mixture-of-Agents request: the system message (the agent's own, if any, then the Aggregate-and-Synthesize
+    prompt with the replies numbered from 1), then the task's question prompt."""
+    numbered = "".join(f"\n{i}. {reply}" for i, reply in enumerate(replies, 1))
+    synthesize = MOA_SYNTHESIZE + numbered
+    return [
+        Message("system", f"{system}\n\n{synthesize}" if system else synthesize),
+        Message("user", task.render(question)),
+    ]

@@ -606,6 +606,36 @@ PRESETS: dict[str, ProtocolSpec] = {
             "form: agreement, not their trained classifier, decides): society's round 0; a unanimous round 0 "
             "keeps its answer, any disagreement or unread answer gets society's debate round",
         ),
+        _preset(
+            name="free-mad",
+            agents=3,
+            rounds=2,
+            cues=[{"kind": "anti-conformity"}],
+            aggregation="trajectory",
+            reference="Free-MAD (Cui et al. 2026): society's round 0, one debate round with an anti-conformity "
+            "instruction (moot's wording), and the answer with the best score over the whole trajectory, not the "
+            "last round's majority",
+        ),
+        _preset(
+            name="moa",
+            agents=3,
+            rounds=2,
+            history="synthesize",
+            aggregation="synthesis",
+            reference="Mixture-of-Agents (Wang et al. 2024): proposers answer, each later layer's proposers read the "
+            "previous layer's replies under the Aggregate-and-Synthesize prompt (rounds = layers), and an aggregator "
+            "synthesises the last layer's replies into the final answer; proposers of different models are set per "
+            "agent",
+        ),
+        _preset(
+            name="self-moa",
+            agents=6,
+            rounds=1,
+            history="synthesize",
+            aggregation="synthesis",
+            reference="Self-MoA (Li et al. 2025): one model sampled six times, and an aggregator (the same model) "
+            "synthesises the six replies into the final answer under Mixture-of-Agents' prompt",
+        ),
     )
 }
 

@@ -105,7 +105,8 @@ class Vote:
     winner: str | None
     tied: tuple[str, ...]  # answers sharing the top count (more than one means a tie was broken)
     unparsed: int
-    weights: tuple[tuple[str, float], ...] | None = None  # answer -> total confidence, if weighted
+    # answer -> its weight, if the vote is weighted: total stated confidence, or a trajectory score (Free-MAD)
+    weights: tuple[tuple[str, float], ...] | None = None
     tie_seed: int | None = None  # the seed that broke a tie at random (tie rule "random"); None: no random draw
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from moot.backends.base import Backend, BackendConfig, served_model
 from moot.debate.agents import Agent
 from moot.debate.components.history import HISTORY_MODE
-from moot.debate.context import FILTER_NAME, JUDGE_NAME, MODERATOR_NAME
+from moot.debate.context import AGGREGATOR_NAME, FILTER_NAME, JUDGE_NAME, MODERATOR_NAME
 from moot.debate.engine import ROUND_CONVENTION, run_debate
 from moot.debate.records import DebateResult
 from moot.debate.registry import template_hashes
@@ -544,8 +544,9 @@ class Experiment:
             scorer = judge_agent or agents[0]
             sampling = judge_agent.spec.sampling if judge_agent is not None else None
             names = {a.name: a.spec.backend.model_name() for a in agents}
-            # the helper agent speaks as judge, Liang's moderator, a retention filter or a task's scorer
-            names |= dict.fromkeys((JUDGE_NAME, MODERATOR_NAME, FILTER_NAME), scorer.spec.backend.model_name())
+            # the helper agent speaks as judge, Liang's moderator, a retention filter, an aggregator or a task's scorer
+            helpers = (JUDGE_NAME, MODERATOR_NAME, FILTER_NAME, AGGREGATOR_NAME)
+            names |= dict.fromkeys(helpers, scorer.spec.backend.model_name())
             caller = RecordingCaller(cache, place, names)
             try:
                 result = await run_debate(

@@ -4,7 +4,8 @@
 ``get_task(name, data="hub")`` reads the Hugging Face hub instead, and
 ``get_task(name, data=PATH)`` (or ``load_local(task, PATH)``) a local JSONL or CSV file
 in the task's schema. Parametrised names: ``mmlu:<subject>[,<subject>...]``,
-``hh-rlhf:<subset>`` (e.g. harmless-base), ``chess-move:<depth>``, ``gsm8k:math-verify`` (GSM8K graded
+``hh-rlhf:<subset>`` (e.g. harmless-base), ``chess-move:<depth>``, ``knights:<n>`` (n people, 2 to 8),
+``gsm8k:math-verify`` (GSM8K graded
 by the MATH task's grader: symbolic equivalence with math-verify).
 """
 
@@ -35,6 +36,7 @@ from moot.tasks.gpqa import GPQATask
 from moot.tasks.gsm8k import GSM8KMathVerifyTask, GSM8KTask
 from moot.tasks.hellaswag import HellaSwagTask
 from moot.tasks.hh_rlhf import HHRLHFTask
+from moot.tasks.knights import MAX_PEOPLE, MIN_PEOPLE, KnightsTask
 from moot.tasks.math_task import MathTask
 from moot.tasks.mathgrade import require_math_verify
 from moot.tasks.mmlu import PRESETS, MMLUTask
@@ -58,6 +60,7 @@ TASKS: dict[str, Callable[[], Task]] = {
     "biographies": BiographiesTask,
     "chess-validity": ChessValidityTask,
     "chess-move": ChessMoveTask,
+    "knights": KnightsTask,
 }
 
 
@@ -69,6 +72,14 @@ def _depth(argument: str) -> ChessMoveTask:
             f"chess-move:<depth>: the Stockfish depth is at most {MAX_STOCKFISH_DEPTH}, got {argument[:40]}"
         )
     return ChessMoveTask(depth=int(argument))
+
+
+def _people(argument: str) -> KnightsTask:
+    if not (argument.isascii() and argument.isdigit()) or len(argument) > 6:
+        raise ConfigError(
+            f"knights:<n> needs a number of people from {MIN_PEOPLE} to {MAX_PEOPLE}, got {argument[:40]!r}"
+        )
+    return KnightsTask(int(argument))
 
 
 def _gsm8k_grader(argument: str) -> GSM8KMathVerifyTask:
@@ -83,6 +94,7 @@ PARAMETRISED: dict[str, Callable[[str], Task]] = {
     "mmlu": lambda argument: MMLUTask([s.strip() for s in argument.split(",")]),
     "hh-rlhf": lambda argument: HHRLHFTask(subset=argument),
     "chess-move": _depth,
+    "knights": _people,
     "gsm8k": _gsm8k_grader,
 }
 

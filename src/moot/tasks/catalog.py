@@ -14,6 +14,7 @@ _FORMS = {
     "chess-move": "chess-move:<depth>",
     "hh-rlhf": "hh-rlhf:<subset>",
     "gsm8k": "gsm8k:math-verify",
+    "knights": "knights:<n>",
 }
 
 

@@ -12,10 +12,15 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field
 
 from moot.debate.records import JudgeVerdict, RoundRecord, Turn, Vote
 from moot.debate.registry import Component, register, rules
+
+if TYPE_CHECKING:
+    from moot.debate.context import Debate
 
 TieRule = Literal["first", "random", "abstain"]
 
@@ -84,9 +89,21 @@ class Aggregation(Component):
     family = "aggregation"
     # The final answer is a judge's or moderator's, not the agents' vote (what style 'liang' needs).
     judged: ClassVar[bool] = False
+    # Its vote reads every round so far (``round_vote``), not the round alone: a reader re-reads them all.
+    reads_rounds: ClassVar[bool] = False
 
     def vote(self, turns: Sequence[Turn], tie_rule: TieRule, seed: int) -> Vote:
         return majority_vote([t.answer for t in turns], tie_rule, seed)
+
+    def round_vote(self, earlier: Sequence[RoundRecord], turns: Sequence[Turn], tie_rule: TieRule, seed: int) -> Vote:
+        """The vote of a round given the rounds before it (``earlier``): what the schedules record. A rule that
+        reads only the round itself (every rule but a trajectory score) overrides ``vote`` alone."""
+        return self.vote(turns, tie_rule, seed)
+
+    async def conclude(self, debate: Debate) -> JudgeVerdict | None:
+        """A helper's ruling after the last round of a peer debate, where the rule has one (an aggregator's
+        synthesis); stored as the result's final verdict and passed to ``final``."""
+        return None
 
     def final(
         self, records: Sequence[RoundRecord], final_judge: JudgeVerdict | None
@@ -162,3 +179,118 @@ class ModeratorAnswer(Aggregation):
         if not protocol.style.moderated:
             moderated = [kind for kind, rule in rules("schedule").items() if getattr(rule, "moderated", False)]
             raise ValueError(f"a moderator exists only in style {' or '.join(repr(k) for k in moderated)}")
+
+
+@register
+class TrajectoryScore(Aggregation):
+    """Free-MAD's score-based decision (Cui et al. 2026): every round of every agent scores the answers, and the
+    answer with the highest score wins, rather than the last round's majority.
+
+    Round 0: each agent's answer gains ``initial``. Round r >= 1: an agent that keeps its answer adds ``keep`` to
+    it; one that changes takes ``change_penalty`` from the answer it left and adds ``change_bonus`` to the one it
+    took (from an unread reply, it only adds). Every round-r amount is scaled by 1 / (r + 1), so that later rounds,
+    where agents have read their peers and conform more, count less. An unread reply changes no score. Ties at the top score go by the
+    protocol's tie rule (in order of first appearance). The defaults are those of a public implementation of the
+    paper (jonathansantilli/freemad: 20, 25, 30, 20); the paper's own PDF was not available to moot, so they are
+    parameters. Each round's vote records the scores so far in ``weights``."""
+
+    kind: Literal["trajectory"] = "trajectory"
+    reads_rounds: ClassVar[bool] = True
+    initial: float = Field(default=20.0, ge=0, description="score an answer gains from each agent giving it in round 0")
+    change_penalty: float = Field(default=25.0, ge=0, description="score an answer loses when an agent leaves it")
+    change_bonus: float = Field(default=30.0, ge=0, description="score an answer gains when an agent changes to it")
+    keep: float = Field(default=20.0, ge=0, description="score an answer gains when an agent keeps it")
+
+    def round_vote(self, earlier: Sequence[RoundRecord], turns: Sequence[Turn], tie_rule: TieRule, seed: int) -> Vote:
+        rounds = [[t.answer for t in record.turns] for record in earlier] + [[t.answer for t in turns]]
+        scores = trajectory_scores(rounds, (self.initial, self.change_penalty, self.change_bonus, self.keep))
+        plain = majority_vote(rounds[-1], tie_rule, seed)
+        if not scores:
+            return plain
+        top = max(scores.values())
+        tied = tuple(a for a, s in scores.items() if s == top)
+        winner = break_tie(tied, tie_rule, seed)
+        return Vote(plain.counts, winner, tied, plain.unparsed, tuple(scores.items()), _drawn(tied, tie_rule, seed))
+
+    def check(self, protocol: Any) -> None:
+        if not protocol.style.has_peers:
+            raise ValueError("aggregation 'trajectory' scores the rounds of a peer debate (style 'peers')")
+
+    def describe(self, protocol: Any = None) -> str:
+        ties = f"; ties: {protocol.tie_rule}" if protocol is not None else ""
+        return (
+            f"Free-MAD trajectory score: round 0 +{self.initial:g} an answer, then keep +{self.keep:g}, change "
+            f"-{self.change_penalty:g} to the answer left and +{self.change_bonus:g} to the one taken, round r "
+            f"scaled by 1/(r+1); the highest score wins{ties}"
+        )
+
+
+def trajectory_scores(
+    rounds: Sequence[Sequence[str | None]], weights: tuple[float, float, float, float]
+) -> dict[str, float]:
+    """Free-MAD's scores of the answers given in ``rounds`` (each a list of the agents' answers, in agent order;
+    None: unread), in order of first appearance. ``weights``: (initial, change penalty, change bonus, keep)."""
+    initial, penalty, bonus, keep = weights
+    scores: dict[str, float] = {}
+
+    def add(answer: str | None, amount: float) -> None:
+        if answer is not None:
+            scores[answer] = scores.get(answer, 0.0) + amount
+
+    for r, answers in enumerate(rounds):
+        scale = 1.0 / (r + 1)
+        for i, answer in enumerate(answers):
+            if r == 0:
+                add(answer, initial * scale)
+                continue
+            before = rounds[r - 1][i] if i < len(rounds[r - 1]) else None
+            if answer is None:
+                continue  # an unread reply says nothing: no answer gains or loses
+            if answer == before:
+                add(answer, keep * scale)
+            else:
+                add(before, -penalty * scale)
+                add(answer, bonus * scale)
+    return scores
+
+
+@register
+class Synthesis(Aggregation):
+    """Mixture-of-Agents' aggregator (Wang et al. 2024; Self-MoA, Li et al. 2025): after the last round a helper
+    model reads the agents' replies under the Aggregate-and-Synthesize prompt and writes one answer, which is the
+    final answer as the debate's reader reads it. A synthesis with no answer is unparsed and counted so: never
+    replaced by a vote of the agents."""
+
+    kind: Literal["synthesis"] = "synthesis"
+    judged = True
+    needs_helper: ClassVar[bool] = True
+
+    async def conclude(self, debate: Debate) -> JudgeVerdict | None:
+        from moot.debate.context import AGGREGATOR_NAME
+        from moot.debate.prompts import synthesis_messages
+
+        protocol, task, question = debate.protocol, debate.task, debate.question
+        last = debate.records[-1]
+        helper = debate.helper
+        system = protocol.system_prompt(task, helper.spec) if helper is not None else None
+        messages = synthesis_messages(task, question, system, [t.peer_text for t in last.turns])
+        reply = await debate.ask(AGGREGATOR_NAME, messages, last.index + 1)
+        extraction = protocol.history.read(task, question, reply.text)
+        return JudgeVerdict(
+            reply.text, extraction.answer, None, reply.prompt_tokens, reply.completion_tokens, reply.latency_s
+        )
+
+    def final(
+        self, records: Sequence[RoundRecord], final_judge: JudgeVerdict | None
+    ) -> tuple[str | None, tuple[str, ...]]:
+        return (final_judge.answer if final_judge is not None else None), ()
+
+    def check(self, protocol: Any) -> None:
+        if not protocol.style.has_peers:
+            raise ValueError("aggregation 'synthesis' reads the last round of a peer debate (style 'peers')")
+
+    def describe(self, protocol: Any = None) -> str:
+        return (
+            "synthesis: after the last round an aggregator (the helper model) reads every reply under "
+            "Mixture-of-Agents' Aggregate-and-Synthesize prompt; its answer is final (none read: unparsed)"
+        )

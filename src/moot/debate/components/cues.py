@@ -117,3 +117,28 @@ class VoteCue(Cue):
 
     def describe(self, protocol: Any = None) -> str:
         return "last vote"
+
+
+@register
+class AntiConformityCue(Cue):
+    """Free-MAD's anti-conformity (Cui et al. 2026): in every debate round, agents are told to look for the flaws
+    in their peers' solutions and to keep their own answer unless they find an error in it, so that a correct
+    minority is not talked out of its answer by the majority. The wording is moot's: the paper's prompt was not
+    available to moot. Put before the round's prompt in chat history, after the peers' replies in fresh history;
+    round 0 is unchanged (its requests are those of the same protocol without the cue)."""
+
+    kind: Literal["anti-conformity"] = "anti-conformity"
+
+    @template
+    def prefix(self, previous: RoundRecord) -> str:
+        return (
+            "Do not follow the other agents because several of them agree. Check each of their solutions step by "
+            "step for errors, and check your own. Keep your answer unless you find an error in your own reasoning; "
+            "if you do, correct it.\n\n"
+        )
+
+    def inline(self, previous: RoundRecord, show: Callable[[str | None], str]) -> str:
+        return "\n" + self.prefix(previous)
+
+    def describe(self, protocol: Any = None) -> str:
+        return "anti-conformity (check peers for errors; keep one's answer unless one's own is wrong)"

@@ -22,6 +22,7 @@ from moot.debate.prompts import (
     fresh_message,
     initial_messages,
     reflection_message,
+    synthesis_messages,
     system_messages,
 )
 from moot.debate.records import RoundRecord, Turn
@@ -133,6 +134,25 @@ class FreshHistory(History):
 
     def describe(self, protocol: Any = None) -> str:
         return "fresh (Choi et al.'s templates)" if self.templates == "choi" else "fresh"
+
+
+@register
+class SynthesisHistory(History):
+    """Mixture-of-Agents' layers (Wang et al. 2024): in round r >= 1 (layer r + 1) each proposer gets a new
+    single-turn request, its system message followed by the Aggregate-and-Synthesize prompt with every kept reply
+    of the previous layer (its own included, in agent order), then the question. Round 0 is the task's question,
+    as in every peer protocol, so it is shared with them."""
+
+    kind: Literal["synthesize"] = "synthesize"
+
+    def next_messages(self, debate: Debate, i: int, own: Turn, peers: Sequence[Turn]) -> list[Message]:
+        order = {agent.name: k for k, agent in enumerate(debate.agents)}
+        replies = sorted([own, *peers], key=lambda turn: order.get(turn.agent, len(order)))
+        system = debate.protocol.system_prompt(debate.task, debate.agents[i].spec)
+        return synthesis_messages(debate.task, debate.question, system, [t.peer_text for t in replies])
+
+    def describe(self, protocol: Any = None) -> str:
+        return "synthesize (Mixture-of-Agents: each layer's proposers read the previous layer's replies)"
 
 
 def _plain(answer: str | None) -> str:

@@ -9,7 +9,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any, Literal
 
 from moot.backends.base import Message
-from moot.debate.records import RetentionRecord, RoundRecord
+from moot.debate.records import JudgeVerdict, RetentionRecord, RoundRecord, StopReason
 from moot.debate.registry import register
 from moot.debate.schedules import Schedule
 from moot.seeds import derive_seed
@@ -44,6 +44,7 @@ class Peers(Schedule):
     def calls_per_round(self, protocol: Any) -> str:
         helpers = " + 1 judge call" if protocol.stopping.needs_helper else ""
         helpers += " + 1 filter call from round 1" if protocol.retention.needs_helper else ""
+        helpers += " + 1 aggregator call after the last round" if protocol.aggregation.needs_helper else ""
         candidates = protocol.initializer.calls_note(protocol.agents)
         return f"{protocol.agents} agent call{'s' if protocol.agents > 1 else ''}{helpers}{candidates}"
 
@@ -60,11 +61,15 @@ class Peers(Schedule):
         if protocol.history.keeps_replies():
             for history, turn in zip(debate.histories, turns):
                 history.append(Message("assistant", turn.peer_text))
-        vote = protocol.aggregation.vote(
-            turns, protocol.tie_rule, derive_seed(debate.seed, debate.question.id, "tie", r)
+        vote = protocol.aggregation.round_vote(
+            debate.records, turns, protocol.tie_rule, derive_seed(debate.seed, debate.question.id, "tie", r)
         )
         verdict = await protocol.stopping.verdict(debate, turns, r)
         return RoundRecord(index=r, turns=tuple(turns), vote=vote, judge=verdict, pool=pool, retention=retained)
+
+    async def finish(self, debate: Debate, stop_reason: StopReason) -> JudgeVerdict | None:
+        """The aggregation's own ruling after the last round (a Mixture-of-Agents aggregator), if it has one."""
+        return await debate.protocol.aggregation.conclude(debate)
 
     async def _forward(self, debate: Debate, previous: RoundRecord) -> RetentionRecord:
         """Choose the replies to forward, then give every agent its next prompt; what was kept and at what cost.

@@ -32,6 +32,11 @@ def _validate(protocol: ProtocolSpec, agents: Sequence[Agent], judge: Agent | No
         raise ConfigError(f"agent names must be unique and not {JUDGE_NAME!r}")
     if protocol.needs_judge and judge is None:
         raise ConfigError(f"protocol {protocol.name!r} needs a judge agent")
+    if protocol.stopping.dataset_scope:
+        raise ConfigError(
+            f"stopping {protocol.stopping.kind!r} decides for all questions at once: run it with `moot run` (an "
+            "experiment), which plays its questions round by round"
+        )
 
 
 async def run_debate(

@@ -607,6 +607,15 @@ PRESETS: dict[str, ProtocolSpec] = {
             "keeps its answer, any disagreement or unread answer gets society's debate round",
         ),
         _preset(
+            name="stable",
+            agents=3,
+            rounds=6,
+            stopping="stability",
+            reference="adaptive stability detection (Hu et al. 2025) on society: after each round the count of agents "
+            "holding each question's plurality answer is fitted, over all questions, by a two-component Beta-Binomial "
+            "mixture; every debate stops once consecutive rounds' fits differ by KS < 0.05 twice running, cap 6",
+        ),
+        _preset(
             name="free-mad",
             agents=3,
             rounds=2,

@@ -39,6 +39,7 @@ class StopReason(str):
     MODERATOR_ANSWER: ClassVar[StopReason]  # stopping 'moderator_answer' (Liang et al.'s release)
     MODERATOR_PREFERENCE: ClassVar[StopReason]  # stopping 'moderator' (moot 0.1)
     MODERATOR_CONFIDENT: ClassVar[StopReason]  # stopping 'moderator_confidence'
+    DATASET_STABLE: ClassVar[StopReason]  # stopping 'stability': the agreement over all questions settled
 
     def __repr__(self) -> str:
         return f"StopReason({str.__repr__(self)})"
@@ -52,6 +53,7 @@ StopReason.JUDGE_CONFIDENT = StopReason("judge_confident")
 StopReason.MODERATOR_ANSWER = StopReason("moderator_answer")
 StopReason.MODERATOR_PREFERENCE = StopReason("moderator_preference")
 StopReason.MODERATOR_CONFIDENT = StopReason("moderator_confident")
+StopReason.DATASET_STABLE = StopReason("dataset_stable")
 
 
 @dataclass(frozen=True)

@@ -15,17 +15,21 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from moot.backends.base import Backend, BackendConfig, served_model
 from moot.debate.agents import Agent
 from moot.debate.components.history import HISTORY_MODE
+from moot.debate.components.stopping import Stopping
 from moot.debate.context import AGGREGATOR_NAME, FILTER_NAME, JUDGE_NAME, MODERATOR_NAME
 from moot.debate.engine import ROUND_CONVENTION, run_debate
-from moot.debate.records import DebateResult
+from moot.debate.protocols import ProtocolSpec
+from moot.debate.records import DebateResult, FinalStatus, RoundRecord, StopReason
 from moot.debate.registry import template_hashes
 from moot.errors import ConfigError
 from moot.runner.cache import CallCache, NotStored, RecordingCaller
@@ -61,6 +65,17 @@ class RunOptions:
     # ``--replay-only``: make no model call; a question some of whose calls are stored nowhere is left unstored
     # for a later run (a rebuild that re-reads stored replies with the current code, after a reader's fix)
     replay_only: bool = False
+
+
+class StopAfter(Stopping):
+    """The runner's stand-in for a rule that decides for all questions at once (``_round_by_round``): every question
+    stops after ``rounds`` rounds. Not registered: it never appears in an experiment file or a store."""
+
+    kind: str = "stop-after"
+    rounds: int = Field(ge=1)
+
+    def reason(self, history: Sequence[RoundRecord]) -> str | None:
+        return StopReason.MAX_ROUNDS if len(history) >= self.rounds else None
 
 
 @dataclass(frozen=True)
@@ -184,6 +199,12 @@ class Experiment:
         check_output(output)
         tasks = build_tasks(config)  # once: a data file of a million rows is read and checked once
         self.conditions = resolve(config, tasks=tasks)
+        scoped = [c for c in self.conditions if c.protocol.stopping.dataset_scope]
+        if shard is not None and scoped:
+            raise ConfigError(
+                f"condition {scoped[0].name!r} stops by {scoped[0].protocol.stopping.kind!r}, which decides for all "
+                "its questions at once: a shard holds only some of them; run it without --shard"
+            )
         self.fingerprint = results_fingerprint(config, self.conditions)
         # held until close(); a store whose folder does not exist yet is locked when it is created
         self._lock = StoreLock(output)
@@ -435,13 +456,17 @@ class Experiment:
             self.store.set_meta("status", "running")
             queue: asyncio.Queue[Unit] = asyncio.Queue()
             for unit in pending:
-                queue.put_nowait(unit)
+                if not unit.condition.protocol.stopping.dataset_scope:
+                    queue.put_nowait(unit)
             unstored: list[Unit] = []
             workers = [
                 asyncio.create_task(self._worker(queue, cache, on_result, unstored))
-                for _ in range(min(self.concurrency(), len(pending)) if pending else 0)
+                for _ in range(min(self.concurrency(), queue.qsize()) if not queue.empty() else 0)
             ]
             await asyncio.gather(*workers)
+            waiting = {u.key for u in pending if u.condition.protocol.stopping.dataset_scope}
+            for group in self._dataset_groups(waiting):
+                await self._round_by_round(group, waiting, cache, on_result, unstored)
             finished = "complete" if len(self.store.done()) == total else "incomplete"
             stop = self._stop if finished != "complete" else None
             # one transaction: a kill cannot leave a store that reads as complete without its summary (a
@@ -481,6 +506,14 @@ class Experiment:
                 if cache.trace is not None:
                     cache.trace.close()
                 await self._close_backends()
+
+    def _dataset_groups(self, waiting: set[tuple[str, str, str, int]]) -> list[list[Unit]]:
+        """Every unit of each condition, task and seed that has a ``waiting`` unit (``_round_by_round``)."""
+        groups: dict[tuple[str, str, int], list[Unit]] = {}
+        for unit in self.units():
+            if unit.condition.protocol.stopping.dataset_scope:
+                groups.setdefault((unit.condition.name, unit.task.name, unit.seed), []).append(unit)
+        return [g for g in groups.values() if any(u.key in waiting for u in g)]
 
     def _trace_facts(self) -> dict[str, Any]:
         """What a trace's reader needs to know of the run: questions in flight, each backend's parallel
@@ -526,49 +559,117 @@ class Experiment:
         left: list[Unit],
     ) -> None:
         while not queue.empty():
-            if self._stop is None:
-                self._stop = reached(self.config.budget, cache.spent)
-            if self._stop is not None:
+            if self._capped(cache):
                 return  # a cap is reached: no new question starts; those in flight (other workers') finish
             unit = queue.get_nowait()
-            agents = self.agents[unit.condition.name]
-            judge_agent = self.judges.get(unit.condition.name)
-            place: dict[str, object] = {
-                "condition": unit.condition.name,
-                "task": unit.task.name,
-                "question_id": unit.question.id,
-                "seed": unit.seed,
-            }
-            # the model behind a task's own metric (biographies' fact checker): the condition's judge, else
-            # agent 1's backend at temperature 0
-            scorer = judge_agent or agents[0]
-            sampling = judge_agent.spec.sampling if judge_agent is not None else None
-            names = {a.name: a.spec.backend.model_name() for a in agents}
-            # the helper agent speaks as judge, Liang's moderator, a retention filter, an aggregator or a task's scorer
-            helpers = (JUDGE_NAME, MODERATOR_NAME, FILTER_NAME, AGGREGATOR_NAME)
-            names |= dict.fromkeys(helpers, scorer.spec.backend.model_name())
-            caller = RecordingCaller(cache, place, names)
+            caller = self._caller(unit, cache)
             try:
-                result = await run_debate(
-                    unit.question,
-                    unit.task,
-                    unit.condition.protocol,
-                    agents,
-                    caller=caller,
-                    seed=unit.seed,
-                    judge=judge_agent if unit.condition.protocol.needs_judge else None,
-                )
-                context = MetricContext(scorer.backend, caller, JUDGE_NAME, unit.seed)
-                if sampling is not None:
-                    context = replace(context, temperature=sampling.temperature, max_tokens=sampling.max_tokens)
-                scored = await unit.task.metric(result, context)
+                result = await self._debate(unit, caller, unit.condition.protocol)
+                await self._keep(unit, caller, result, on_result)
             except NotStored:
                 left.append(unit)  # --replay-only: a later run makes its calls
-                continue
-            metric, detail = (scored.value, scored.detail) if scored is not None else (None, None)
-            self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys, metric, detail)
-            if on_result is not None:
-                on_result(unit, result)
+
+    def _capped(self, cache: CallCache) -> bool:
+        """Whether a ``[budget]`` cap is reached (then no new question, or round, starts)."""
+        if self._stop is None:
+            self._stop = reached(self.config.budget, cache.spent)
+        return self._stop is not None
+
+    def _caller(self, unit: Unit, cache: CallCache) -> RecordingCaller:
+        """A caller that records each of the unit's calls, under the model name of the agent or helper making it."""
+        agents = self.agents[unit.condition.name]
+        place: dict[str, object] = {
+            "condition": unit.condition.name,
+            "task": unit.task.name,
+            "question_id": unit.question.id,
+            "seed": unit.seed,
+        }
+        names = {a.name: a.spec.backend.model_name() for a in agents}
+        # the helper agent speaks as judge, Liang's moderator, a retention filter, an aggregator or a task's scorer
+        helpers = (JUDGE_NAME, MODERATOR_NAME, FILTER_NAME, AGGREGATOR_NAME)
+        names |= dict.fromkeys(helpers, self._scorer(unit).spec.backend.model_name())
+        return RecordingCaller(cache, place, names)
+
+    def _scorer(self, unit: Unit) -> Agent:
+        """The model behind a task's own metric (biographies' fact checker): the condition's judge, else agent 1's
+        backend (at temperature 0)."""
+        return self.judges.get(unit.condition.name) or self.agents[unit.condition.name][0]
+
+    async def _debate(self, unit: Unit, caller: RecordingCaller, protocol: ProtocolSpec) -> DebateResult:
+        """The unit's debate under ``protocol`` (its condition's, or a round-by-round pass of it)."""
+        judge = self.judges.get(unit.condition.name)
+        return await run_debate(
+            unit.question,
+            unit.task,
+            protocol,
+            self.agents[unit.condition.name],
+            caller=caller,
+            seed=unit.seed,
+            judge=judge if protocol.needs_judge else None,
+        )
+
+    async def _keep(
+        self,
+        unit: Unit,
+        caller: RecordingCaller,
+        result: DebateResult,
+        on_result: Callable[[Unit, DebateResult], None] | None,
+    ) -> None:
+        """Score the unit's result by its task's own metric, if it has one, and store it."""
+        scorer = self._scorer(unit)
+        context = MetricContext(scorer.backend, caller, JUDGE_NAME, unit.seed)
+        judge = self.judges.get(unit.condition.name)
+        if judge is not None:
+            sampling = judge.spec.sampling
+            context = replace(context, temperature=sampling.temperature, max_tokens=sampling.max_tokens)
+        scored = await unit.task.metric(result, context)
+        metric, detail = (scored.value, scored.detail) if scored is not None else (None, None)
+        self.store.add_result(unit.condition.name, unit.task.name, unit.seed, result, caller.keys, metric, detail)
+        if on_result is not None:
+            on_result(unit, result)
+
+    async def _round_by_round(
+        self,
+        group: list[Unit],
+        pending: set[tuple[str, str, str, int]],
+        cache: CallCache,
+        on_result: Callable[[Unit, DebateResult], None] | None,
+        left: list[Unit],
+    ) -> None:
+        """One condition, task and seed whose stopping rule decides for all questions at once (``dataset_scope``):
+        pass r plays every question to round r (the rounds before replayed from the store), then the rule looks at
+        all of them; when it stops, or at the cap, the last pass's results are the condition's, and those of the
+        ``pending`` units are stored. Every question is played, stored or not, because the rule reads them all."""
+        protocol = group[0].condition.protocol
+        rule = protocol.stopping
+        limit = asyncio.Semaphore(self.concurrency())
+
+        async def play(unit: Unit, rounds: int) -> tuple[RecordingCaller, DebateResult]:
+            async with limit:
+                caller = self._caller(unit, cache)
+                trial = protocol.model_copy(update={"stopping": StopAfter(rounds=rounds)})
+                return caller, await self._debate(unit, caller, trial)
+
+        for rounds in range(1, protocol.rounds + 1):
+            if self._capped(cache):
+                return
+            played = await asyncio.gather(*(play(u, rounds) for u in group), return_exceptions=True)
+            if any(isinstance(p, NotStored) for p in played):
+                left.extend(u for u in group if u.key in pending)  # --replay-only: a later run makes its calls
+                return
+            outcomes = [p for p in played if not isinstance(p, BaseException)]
+            if len(outcomes) != len(played):
+                raise next(p for p in played if isinstance(p, BaseException))
+            answered = [r.rounds for _, r in outcomes if r.status != FinalStatus.ERROR]
+            stable = rule.stop_dataset(answered, protocol.agents)
+            if stable or rounds == protocol.rounds:
+                reason = StopReason.DATASET_STABLE if stable else StopReason.MAX_ROUNDS
+                for unit, (caller, result) in zip(group, outcomes, strict=True):
+                    if unit.key in pending:
+                        if result.status != FinalStatus.ERROR:
+                            result = replace(result, stop_reason=reason)
+                        await self._keep(unit, caller, result, on_result)
+                return
 
     def close(self) -> None:
         """Close the store and let go of it."""

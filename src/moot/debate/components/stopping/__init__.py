@@ -31,6 +31,9 @@ class Stopping(Component):
     needs_moderator: ClassVar[bool] = False  # it reads the moderator's ruling (``Schedule.moderated``)
     needs_moderator_confidence: ClassVar[bool] = False  # ... and the confidence the moderator states
     judges_rounds: ClassVar[bool] = False  # its ``verdict`` calls a judge after each round, stored with the round
+    # it decides over every question of a condition at once, after each round (``stop_dataset``), not per question:
+    # the runner plays such a condition round by round over all its questions (moot.runner.experiment)
+    dataset_scope: ClassVar[bool] = False
 
     async def verdict(self, debate: Debate, turns: Sequence[Turn], round_index: int) -> JudgeVerdict | None:
         """A helper's verdict on the round just played, if the rule needs one (peer schedule)."""
@@ -39,6 +42,11 @@ class Stopping(Component):
     def reason(self, history: Sequence[RoundRecord]) -> str | None:
         """Why to stop after the last round of ``history``, or None to go on; ``min_rounds`` is applied by
         ``stop``. The cap is the round loop's."""
+        raise NotImplementedError
+
+    def stop_dataset(self, rounds: Sequence[Sequence[RoundRecord]], agents: int) -> bool:
+        """A ``dataset_scope`` rule: whether every question stops after the rounds played so far (``rounds``: each
+        question's rounds)."""
         raise NotImplementedError
 
     def stop(self, history: Sequence[RoundRecord]) -> StopReason | None:

@@ -18,6 +18,7 @@ from moot.analysis.cli import compare as _compare
 from moot.analysis.cli import readers_app
 from moot.analysis.cli import report as _report
 from moot.analysis.cli import results as _results
+from moot.analysis.cli import rounds as _rounds
 from moot.analysis.live_cli import view as _view
 from moot.cli_output import escaped, fit_table, joined_lines, make_console, plural, printable, shortened
 from moot.cli_support import guarded_output, print_error, reflow_help, reports_errors, shared_options
@@ -38,6 +39,7 @@ app.add_typer(models_app, name="models")
 app.command("report")(_report)
 app.command("compare")(_compare)
 app.command("results")(_results)
+app.command("rounds")(_rounds)
 app.command("view")(_view)
 app.command("launch")(_launch)
 app.add_typer(readers_app, name="readers")

@@ -349,6 +349,81 @@ def results(
         console.print(f"wrote {path}", markup=False, highlight=False)
 
 
+@reports_errors
+def rounds(
+    run: Run,
+    condition: Annotated[
+        list[str] | None, typer.Option("--condition", help="Only this condition (repeatable; default: every one).")
+    ] = None,
+    seed: Seed = 0,
+    resamples: Resamples = 10_000,
+) -> None:
+    """Accuracy round by round, and Debate or Vote's martingale check (Choi et al. 2025).
+
+    For each condition and task: per round, the questions that reached it, the accuracy of the round's majority vote
+    and the agents' mean correctness (the share of agents right), each with a percentile bootstrap interval over
+    questions; then each step's change in the agents' mean correctness (round r + 1 minus round r, paired by
+    question) with its interval and sign test. Under the martingale claim every step's interval holds 0. A
+    question's value is its mean over the seeds that ran it; errored results are left out."""
+    from rich.table import Table
+
+    from moot.analysis.round_study import round_study
+    from moot.analysis.transcripts import open_run
+    from moot.cli_output import fit_table, plural
+    from moot.errors import ConfigError
+
+    check_resamples(resamples)
+    store, owned = open_run(run)
+    try:
+        results = store.results()
+        pairs = list(dict.fromkeys((r.condition, r.task) for r in results))
+    finally:
+        if owned:
+            store.close()
+    known = {c for c, _ in pairs}
+    for name in condition or ():
+        if name not in known:
+            raise ConfigError(f"condition {name!r} has no stored result in {run}; it has: {', '.join(sorted(known))}")
+    console = _console()
+    for name, task in pairs:
+        if condition and name not in condition:
+            continue
+        study = round_study(results, name, task, seed, resamples)
+        table = Table(
+            "round",
+            "questions",
+            "vote right",
+            "95% CI",
+            "agents right",
+            "95% CI",
+            "change",
+            "95% CI",
+            "sign p",
+            title=f"{name} on {task} ({plural(study.agents, 'agent')})",
+        )
+        steps = {s.start + 1: s for s in study.steps}
+        for point in study.points:
+            step = steps.get(point.round)
+            table.add_row(
+                str(point.round),
+                str(point.questions),
+                f"{point.vote:.1%}",
+                f"{point.vote_ci.low:.1%} to {point.vote_ci.high:.1%}",
+                f"{point.agents:.1%}",
+                f"{point.agents_ci.low:.1%} to {point.agents_ci.high:.1%}",
+                f"{step.change:+.1%}" if step else "",
+                f"{step.ci.low:+.1%} to {step.ci.high:+.1%}" if step else "",
+                f"{step.sign.p:.3g}" if step else "",
+            )
+        fit_table(table, console)
+        console.print(table)
+        if study.steps:
+            verdict = "holds 0 at every step" if study.martingale_holds else "excludes 0 at some step"
+            console.print(
+                f"martingale check: the change in the agents' correctness {verdict}", markup=False, highlight=False
+            )
+
+
 readers_app = typer.Typer(
     help="The documented readers of the replies (moot's, the paper's, a strict one), checked on labelled replies.",
     no_args_is_help=True,

@@ -8,7 +8,7 @@ from typing import cast
 import pytest
 
 from moot.backends.base import Message
-from moot.backends.scripted import ScriptedBackend
+from moot.backends.scripted import ScriptedBackend, register_scripted_model
 from moot.calls import Caller
 from moot.debate import FinalStatus, resolve_protocol, run_debate
 from moot.debate.agents import Agent, AgentSpec
@@ -20,6 +20,8 @@ from moot.errors import ConfigError
 from moot.tasks.arithmetic import STEP_BY_STEP, ArithmeticTask
 from moot.tasks.base import Question
 from tests.helpers import SCRIPTED, scripted_agents
+
+register_scripted_model("settling-heter", lambda request, index: "the answer is 4")
 
 TASK = ArithmeticTask()
 QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")
@@ -147,3 +149,37 @@ async def test_moa_needs_its_aggregator() -> None:
 
 def test_calls_per_round_counts_the_aggregator() -> None:
     assert resolve_protocol("self-moa").calls_per_round() == "6 agent calls + 1 aggregator call after the last round"
+
+
+# -- Heter-MAD ------------------------------------------------------------------------------------------
+def _heter(agents: list[dict[str, object]] | None) -> object:
+    from moot.runner.config import parse_experiment, resolve
+
+    condition: dict[str, object] = {"name": "heter", "protocol": "heter-mad"}
+    if agents is not None:
+        condition["agents"] = agents
+    config = parse_experiment(
+        {
+            "name": "h",
+            "tasks": [{"name": "arithmetic", "count": 2, "seed": 0}],
+            "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
+            "conditions": [condition],
+        }
+    )
+    return resolve(config)
+
+
+def test_heter_mad_needs_agents_of_two_models() -> None:
+    with pytest.raises(ConfigError, match="needs agents of at least 2 different models; all 3 run numbers"):
+        _heter(None)
+    other = {"backend": {"kind": "scripted", "model": "settling-heter"}}
+    (condition,) = _heter([{}, other, {}])  # type: ignore[misc]
+    assert [a.backend.model_name() for a in condition.agents] == ["numbers", "settling-heter", "numbers"]
+    assert condition.protocol.min_models == 2 and "min_models" not in condition.protocol.model_dump()
+
+
+async def test_heter_mad_agents_read_the_other_models_replies() -> None:
+    agents = scripted_agents(["big 1", "big 2"], ["small 3", "small 4"], ["big 5", "big 6"])
+    await run_debate(QUESTION, TASK, resolve_protocol("heter-mad"), agents, caller=Caller())
+    shown = sent(agents[0])[1][-1].content
+    assert "small 3" in shown and "big 5" in shown

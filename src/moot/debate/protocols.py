@@ -139,6 +139,8 @@ class ProtocolSpec(BaseModel):
     reference: str = ""
     fixed_agents: bool = Field(default=False, exclude=True)
     fixed_rounds: bool = Field(default=False, exclude=True)
+    # agents of at least this many distinct models (backends): a heterogeneous protocol (Heter-MAD)
+    min_models: int = Field(default=1, ge=1, exclude=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -626,6 +628,15 @@ PRESETS: dict[str, ProtocolSpec] = {
             "last round's majority",
         ),
         _preset(
+            name="heter-mad",
+            agents=3,
+            rounds=2,
+            min_models=2,
+            reference="Heter-MAD (Zhang et al. 2025): society whose agents run on different foundation models, so each "
+            "agent reads other models' replies; the condition gives each agent its backend ([[conditions.agents]]), "
+            "at least two models",
+        ),
+        _preset(
             name="moa",
             agents=3,
             rounds=2,
@@ -648,7 +659,7 @@ PRESETS: dict[str, ProtocolSpec] = {
     )
 }
 
-NOT_COMPONENTS = ("name", "agents", "rounds", "reference", "fixed_agents", "fixed_rounds")
+NOT_COMPONENTS = ("name", "agents", "rounds", "reference", "fixed_agents", "fixed_rounds", "min_models")
 # What a condition or user preset may set: every component slot, the tie rule, and the flat settings of moot 0.1.
 COMPONENT_FIELDS = (
     *(field.alias or name for name, field in ProtocolSpec.model_fields.items() if name not in NOT_COMPONENTS),
@@ -699,7 +710,11 @@ def resolve_protocol(
         spec = ProtocolSpec.model_validate(
             base
             | {k: v for k, v in changes.items() if v is not None}
-            | {"fixed_agents": preset.fixed_agents, "fixed_rounds": preset.fixed_rounds}
+            | {
+                "fixed_agents": preset.fixed_agents,
+                "fixed_rounds": preset.fixed_rounds,
+                "min_models": preset.min_models,
+            }
         )
     except ValidationError as exc:
         first = exc.errors()[0]

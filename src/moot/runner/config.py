@@ -513,6 +513,13 @@ def resolve_condition(
                     f"{where}: protocol {protocol.name!r} needs log-probabilities, but agent {agent.name}'s backend "
                     "says it cannot give them (logprobs = false)"
                 )
+    models = {a.backend for a in agents}
+    if len(models) < protocol.min_models:
+        raise ConfigError(
+            f"{where}.agents: protocol {protocol.name!r} needs agents of at least {protocol.min_models} different "
+            f"models; all {len(agents)} run {agents[0].backend.model_name()} (give each agent its backend in "
+            "[[conditions.agents]])"
+        )
     if len({a.name for a in agents} | {"judge"}) != len(agents) + 1:
         raise ConfigError(f"{where}.agents: agent names must be unique and not 'judge'")
     judge = None

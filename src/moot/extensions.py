@@ -7,11 +7,10 @@ given with ``moot --plugin`` are loaded before the command runs.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any
 
-from moot.debate.registry import FILE_PLUGIN
+from moot.plugins import origin
 
 
 @dataclass(frozen=True)
@@ -20,17 +19,6 @@ class Extension:
     name: str
     origin: str  # "moot", or the module of the plug-in that registered it (a file plug-in: its path)
     settings: tuple[tuple[str, Any], ...] = ()  # its parameters and their defaults, where it takes any
-
-
-def origin(thing: Any) -> str:
-    """``moot`` for moot's own code, a plug-in file's path (``moot --plugin``, ``plugins = [...]``), else the
-    registering module's name (an installed package's)."""
-    module = getattr(thing, "__module__", None) or "?"
-    if module == "moot" or module.startswith("moot."):
-        return "moot"
-    if module.startswith(FILE_PLUGIN):
-        return str(getattr(sys.modules.get(module), "__file__", None) or module)
-    return module
 
 
 def registered() -> list[Extension]:

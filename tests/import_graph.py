@@ -4,7 +4,7 @@ and the import circles (strongly connected components) among them.
 An edge A -> B means running A can import B: every ``import`` / ``from ... import`` in A counts, those inside
 functions and methods included (they run when called), those under ``if TYPE_CHECKING:`` excluded (they never
 run). Importing ``pkg.sub`` also runs ``pkg/__init__.py``, so each parent package of an imported module is an
-edge too. Imports by string (``importlib.import_module``, lazy exports) are not seen.
+edge too, except the importer's own packages: they were imported before it ran. Imports by string (``importlib.import_module``, lazy exports) are not seen.
 """
 
 from __future__ import annotations
@@ -88,9 +88,12 @@ def module_graph(root: Path, package: str = "moot") -> dict[str, set[str]]:
             targets.append(base)
             # `from pkg import sub` where pkg/sub is a module imports that module; a plain name adds nothing more
             targets.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+        # a module's own packages are imported before it runs (importing pkg.mod runs pkg/__init__.py first), so
+        # an import that reaches one of them through its parents imports nothing new: no edge
+        own = set(_with_parents(module))
         for target in targets:
             for name in _with_parents(target):
-                if name in files and name != module:
+                if name in files and name not in own:
                     graph[module].add(name)
     return graph
 

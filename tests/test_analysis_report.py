@@ -3,7 +3,6 @@ Markdown, terminal and HTML output, the CLI, and the sections that appear once c
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -26,15 +25,16 @@ from moot.analysis.render import print_report, report_markdown
 from moot.analysis.stats import holm, mcnemar_exact, wilson
 from moot.debate.components.aggregation import majority_vote
 from moot.runner.store import RunStore
-from tests.fixtures.analysis_run import PAYLOAD, PRICE, QUESTIONS, make_run
-from tests.helpers import query
+from tests import helpers
+from tests.fixtures.analysis_run import MODELS, PAYLOAD, PRICE, QUESTIONS, debater, experiment, make_run
+from tests.helpers import WriteRun, query, write_store
 
 RESAMPLES = 2000
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("analysis") / "run.sqlite")
+def run(write_run: WriteRun) -> Path:
+    return write_run("analysis", experiment(), MODELS)
 
 
 @pytest.fixture(scope="module")
@@ -306,10 +306,7 @@ def test_library_comparison_and_errors(run: Path, tmp_path: Path) -> None:
 
 
 def test_errored_questions_are_counted_apart(tmp_path: Path) -> None:
-    from moot.backends.scripted import SCRIPTED_MODELS
     from moot.errors import BackendError
-    from moot.runner.experiment import RunOptions, run_experiment
-    from tests.fixtures.analysis_run import debater, experiment
 
     def flaky(request, index):  # type: ignore[no-untyped-def]
         if "13*1" in request.messages[1].content and len(request.messages) > 2:  # question 0, after round 0
@@ -317,9 +314,8 @@ def test_errored_questions_are_counted_apart(tmp_path: Path) -> None:
         return debater(request, index)
 
     path = tmp_path / "flaky.sqlite"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "debater", flaky)
-        outcome = asyncio.run(run_experiment(experiment(questions=4), path, RunOptions()))  # type: ignore[arg-type]
+    with helpers.scripted_models({"debater": flaky}):
+        outcome = helpers.run(experiment(questions=4), path)
     assert outcome.errors > 0
     report = build_report(path, resamples=RESAMPLES)
     society = report.tasks[0].conditions[2]
@@ -368,16 +364,9 @@ def test_an_adaptive_run_with_a_judge(tmp_path: Path) -> None:
 def test_a_pair_of_arms_with_no_task_in_common_is_refused_by_name(tmp_path: Path) -> None:
     """Only vote ran (``--condition vote``): society has no results, so vote and society are no pair; the error
     names both and what each ran."""
-    from moot.backends.scripted import SCRIPTED_MODELS
-    from moot.runner.experiment import RunOptions, run_experiment
-    from tests.fixtures.analysis_run import debater, experiment
-
     path = tmp_path / "half.sqlite"
     conditions = [{"name": "vote", "protocol": "vote", "agents": 3}, {"name": "society", "protocol": "society"}]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "debater", debater)
-        config = experiment(questions=3, conditions=conditions)
-        asyncio.run(run_experiment(config, path, RunOptions(conditions=("vote",))))  # type: ignore[arg-type]
+    write_store(path, experiment(questions=3, conditions=conditions), MODELS, conditions=("vote",))
     with pytest.raises(
         AnalysisError, match=r"conditions 'vote' \(arithmetic\) and 'society' \(no results\) ran no task"
     ):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -20,8 +19,8 @@ from moot.backends.base import GenerationRequest
 from moot.backends.scripted import SCRIPTED_MODELS, seeded_numbers
 from moot.debate.embeddings import MEASURE, embedding_diversity
 from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
-from tests.helpers import query
+from tests import helpers
+from tests.helpers import WriteRun, arithmetic_experiment, query
 
 QUESTIONS = 2
 PICKED = "<b>keep</b> [1, 4]"  # the picky filter's reply: agents 1 and 4, with markup the report must escape
@@ -54,22 +53,9 @@ def coarse(request: GenerationRequest, index: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    config = parse_experiment(
-        {
-            "name": "retention",
-            "seeds": [0],
-            "tasks": [{"name": "arithmetic", "count": QUESTIONS, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
-            "conditions": CONDITIONS,
-        }
-    )
-    path = tmp_path_factory.mktemp("retention") / "run.sqlite"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "picky", picky)
-        patch.setitem(SCRIPTED_MODELS, "coarse", coarse)
-        asyncio.run(run_experiment(config, path, RunOptions()))
-    return path
+def run(write_run: WriteRun) -> Path:
+    experiment = arithmetic_experiment("retention", CONDITIONS, QUESTIONS, seeds=[0])
+    return write_run("retention", experiment, {"picky": picky, "coarse": coarse})
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +220,7 @@ def test_used_calls_include_judges_and_filters(tmp_path: Path) -> None:
             ],
         }
     )
-    asyncio.run(run_experiment(config, path))
+    helpers.run(config, path)
     (task,) = build_report(path, resamples=200).tasks
     conditions, _ = summarize(RunStore.open(path))
     by_name = {c.name: c for c in conditions}
@@ -292,7 +278,7 @@ def test_a_debate_measures_no_diversity_and_the_report_measures_the_stored_texts
         }
     )
     path = tmp_path / "run.sqlite"
-    asyncio.run(run_experiment(config, path))
+    helpers.run(config, path)
     monkeypatch.undo()
     records = {c: retention_records(path, c) for c in ("dar", "society")}
     assert [r["kept"] for r in records["dar"]] == [["agent-1", "agent-2"]] and not records["dar"][0]["fallback"]

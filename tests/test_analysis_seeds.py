@@ -29,16 +29,16 @@ from moot.analysis.stats import bootstrap_mean, wilson
 from moot.analysis.tables import difference_text
 from moot.debate.components.aggregation import majority_vote
 from moot.tasks import get_task
-from tests.fixtures.analysis_run import make_run
-from tests.helpers import query
+from tests.fixtures.analysis_run import MODELS, experiment, make_run
+from tests.helpers import WriteRun, query
 
 QUESTIONS, SEEDS = 6, (0, 1, 2)
 RESAMPLES = 2000
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("seeds") / "run.sqlite", questions=QUESTIONS, seeds=list(SEEDS))
+def run(write_run: WriteRun) -> Path:
+    return write_run("seeds", experiment(questions=QUESTIONS, seeds=list(SEEDS)), MODELS)
 
 
 @pytest.fixture(scope="module")

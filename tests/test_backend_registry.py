@@ -287,9 +287,9 @@ def test_run_help_names_every_built_in_kind() -> None:
 
 
 def test_the_readmes_backend_example_runs(tmp_path: Path) -> None:
-    """The README's own backend, as written (its Python and TOML blocks), runs an experiment."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Your own backend") :]
+    """The manual's own backend (docs/extending.md), as written (its Python and TOML blocks), runs an experiment."""
+    readme = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Your own backend") :]
     python, toml = (re.search(rf"```{lang}\n(.*?)```", section, re.S) for lang in ("python", "toml"))
     assert python is not None and toml is not None
     (tmp_path / "echo.py").write_text(python.group(1), encoding="utf-8")

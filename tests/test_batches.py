@@ -6,7 +6,6 @@ prices. The same against a real llama-server: tests/integration/test_batches_rea
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -22,10 +21,9 @@ import pytest
 from moot.backends import batches, openai_api
 from moot.backends.batches import custom_id
 from moot.runner.config import Price, parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.records import StoredCall
 from moot.runner.summary import usage
-from tests.helpers import query
+from tests.helpers import query, run
 from tests.integration.servers import CANNED_MODEL, BatchServer
 
 ANSWERED = {"answered"}
@@ -53,10 +51,6 @@ def table(url: str, protocol: str = "vote", count: int = 4, **backend: Any) -> d
         },
         "conditions": [{"name": protocol, "protocol": protocol}],
     }
-
-
-def run(data: dict[str, Any], path: Path, **options: Any) -> Any:
-    return asyncio.run(run_experiment(parse_experiment(data), path, RunOptions(**options)))
 
 
 def failed_questions(path: Path) -> int:

@@ -40,7 +40,9 @@ from moot.analysis.tables import equal_budget_rows_table, vote_at_k_table
 from moot.debate.components.aggregation import TieRule, majority_vote
 from moot.errors import ConfigError
 from moot.runner.store import RunStore
-from tests.fixtures.analysis_run import PRICE, make_run
+from tests import helpers
+from tests.fixtures.analysis_run import MODELS, PRICE, experiment, make_run
+from tests.helpers import WriteRun
 
 QUESTIONS = 12
 CONDITIONS = [
@@ -166,8 +168,8 @@ def test_sign_flip_beyond_20_questions_is_seeded_monte_carlo() -> None:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("budget") / "run.sqlite", questions=QUESTIONS, conditions=CONDITIONS)
+def run(write_run: WriteRun) -> Path:
+    return write_run("budget", experiment(questions=QUESTIONS, conditions=CONDITIONS), MODELS)
 
 
 def test_vote_at_K_is_the_stored_vote_and_costs_come_from_the_turns(run: Path) -> None:
@@ -365,12 +367,7 @@ def test_a_pool_still_being_made_gives_way_to_one_with_answers(tmp_path: Path) -
     """A run whose vote of 6 has no stored answers yet (its session has not reached it) votes from its vote of
     3 in the report, in ``moot compare --budget`` and in ``moot results``'s summary; once the 6 are stored,
     they are the pool."""
-    import asyncio
-
     from moot.analysis.results import summarise
-    from moot.backends.scripted import SCRIPTED_MODELS
-    from moot.runner.experiment import RunOptions, run_experiment
-    from tests.fixtures.analysis_run import debater, experiment
 
     conditions: list[dict[str, object]] = [
         {"name": "vote", "protocol": "vote", "agents": 3},
@@ -379,14 +376,13 @@ def test_a_pool_still_being_made_gives_way_to_one_with_answers(tmp_path: Path) -
     ]
     path = tmp_path / "growing.sqlite"
     config = experiment(questions=4, conditions=conditions)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "debater", debater)
-        asyncio.run(run_experiment(config, path, RunOptions(conditions=("vote", "society"))))  # type: ignore[arg-type]
+    with helpers.scripted_models(MODELS):
+        helpers.run(config, path, conditions=("vote", "society"))
         assert default_pool(path) == "vote"
         assert [p.condition for p in summarise(path)[0].vote_pools] == ["vote"]
         (task,) = build_report(path, resamples=100).tasks
         assert task.vote_pool is not None and task.vote_pool.condition == "vote"
-        asyncio.run(run_experiment(config, path, RunOptions()))  # type: ignore[arg-type]
+        helpers.run(config, path)
     assert default_pool(path) == "vote-6"
     assert [p.agents for p in summarise(path)[0].vote_pools] == [6]
 
@@ -412,8 +408,8 @@ MATCHED: list[dict[str, object]] = [
 
 
 @pytest.fixture(scope="module")
-def matched(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("matched") / "run.sqlite", questions=6, conditions=MATCHED)
+def matched(write_run: WriteRun) -> Path:
+    return write_run("matched", experiment(questions=6, conditions=MATCHED), MODELS)
 
 
 def test_a_request_signature_is_what_is_asked_not_the_seed() -> None:

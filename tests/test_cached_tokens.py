@@ -32,11 +32,11 @@ from moot.analysis.cli import app
 from moot.backends.base import GenerationRequest, Message, Reply, Sample
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
-from moot.runner.config import Price, parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.config import Price
 from moot.runner.store import RunStore
 from moot.runner.store.codec import reply_from_json, reply_to_json
 from moot.runner.summary import summarize, usage
+from tests.helpers import WriteRun, arithmetic_experiment
 from tests.integration.servers import JSONHandler, Served
 
 MODEL = "cachey"
@@ -80,23 +80,14 @@ def server() -> Iterator[Caching]:
 
 
 @pytest.fixture(scope="module")
-def run(server: Caching, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run(server: Caching, write_run: WriteRun) -> Path:
     """A 6-answer vote and a 2 x 2 society on 2 arithmetic questions, answered by the caching server."""
-    config = parse_experiment(
-        {
-            "name": "cached",
-            "tasks": [{"name": "arithmetic", "count": 2, "seed": 0}],
-            "agent": {"backend": {"kind": "openai", "base_url": server.url, "model": MODEL, "logprobs": False}},
-            "conditions": [
-                {"name": "vote", "protocol": "vote", "agents": 6},
-                {"name": "society", "protocol": "society", "agents": 2, "rounds": 2},
-            ],
-            "prices": {MODEL: PRICE},
-        }
-    )
-    path = tmp_path_factory.mktemp("cached") / "run.sqlite"
-    asyncio.run(run_experiment(config, path, RunOptions()))
-    return path
+    conditions = [
+        {"name": "vote", "protocol": "vote", "agents": 6},
+        {"name": "society", "protocol": "society", "agents": 2, "rounds": 2},
+    ]
+    agent = {"backend": {"kind": "openai", "base_url": server.url, "model": MODEL, "logprobs": False}}
+    return write_run("cached", arithmetic_experiment("cached", conditions, 2, agent=agent, prices={MODEL: PRICE}))
 
 
 @pytest.fixture(scope="module")

@@ -102,7 +102,8 @@ def test_tables_fit_80_columns_without_cutting_values(tmp_path: Path, monkeypatc
     assert f"run stored in {store}\n" in out  # a path on its own line, whole
 
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setattr("moot.cli.console", make_console(piped=140))
+    monkeypatch.setattr("moot.commands.stores.console", make_console(piped=140))
+    monkeypatch.setattr("moot.commands.catalog.console", make_console(piped=140))
 
     def shown(*args: str) -> str:
         result = CliRunner().invoke(app, list(args))
@@ -256,7 +257,7 @@ def test_a_long_question_keeps_its_progress_line_within_the_width(
     use_scripted_backend(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setattr("moot.cli.console", make_console(piped=140))
+    monkeypatch.setattr("moot.commands.run.console", make_console(piped=140))
     result = CliRunner().invoke(app, ["run", "-t", "gsm8k", "-q", "3", "-p", "society"])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("  society · ")]
@@ -270,7 +271,7 @@ def test_a_header_naming_many_conditions_breaks_between_them(tmp_path: Path, mon
     use_scripted_backend(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setattr("moot.cli.console", make_console(piped=140))
+    monkeypatch.setattr("moot.commands.run.console", make_console(piped=140))
     presets = ["single", "vote", "society", "sparse", "star", "self-refine", "liang", "liang-fixed", "liang-strict"]
     result = CliRunner().invoke(app, ["run", "-q", "1", *(arg for p in presets for arg in ("-p", p))])
     assert result.exit_code == 0, result.output

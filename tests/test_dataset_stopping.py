@@ -18,12 +18,12 @@ from moot.calls import Caller
 from moot.debate import resolve_protocol, run_debate
 from moot.errors import ConfigError
 from moot.runner.config import parse_experiment
-from moot.runner.experiment import Experiment, RunOptions, run_experiment
+from moot.runner.experiment import Experiment
 from moot.runner.shards import Shard
 from moot.runner.store import RunStore
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import Question
-from tests.helpers import scripted_agents
+from tests.helpers import arithmetic_experiment, run, scripted_agents
 
 
 def _round(request: GenerationRequest) -> int:
@@ -50,21 +50,11 @@ register_scripted_model("swinging", swinging)
 
 
 def experiment(model: str, count: int = 12, rounds: int = 6) -> Any:
-    return parse_experiment(
-        {
-            "name": "stable",
-            "tasks": [{"name": "arithmetic", "count": count, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": model}},
-            "conditions": [
-                {"name": "society", "protocol": "society", "rounds": 2},
-                {"name": "stable", "protocol": "stable", "rounds": rounds},
-            ],
-        }
-    )
-
-
-def run(config: Any, path: Path, **options: Any) -> Any:
-    return asyncio.run(run_experiment(config, path, RunOptions(**options)))
+    conditions = [
+        {"name": "society", "protocol": "society", "rounds": 2},
+        {"name": "stable", "protocol": "stable", "rounds": rounds},
+    ]
+    return parse_experiment(arithmetic_experiment("stable", conditions, count, model))
 
 
 def results(path: Path, condition: str) -> list[dict[str, Any]]:

@@ -3,7 +3,6 @@ round-0 requests and resolved conditions, one difference per pair; and on the co
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,8 @@ from moot.analysis.differs import ArmProfile, Differences, arm_profiles, differe
 from moot.analysis.render import report_markdown
 from moot.analysis.report import build_report, compare_conditions
 from moot.analysis.tables import comparison_tables, equal_budget_rows_table, pairs_table
-from moot.backends.scripted import SCRIPTED_MODELS, seeded_numbers
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.backends.scripted import seeded_numbers
+from tests.helpers import WriteRun, arithmetic_experiment
 
 SAMPLING = {"temperature": 0.7, "top_p": 1.0, "max_tokens": 512}
 SOCIETY: dict[str, Any] = {"protocol": "society", "agents": 3, "rounds": 2}
@@ -70,21 +68,11 @@ AGAINST_BASE: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run(write_run: WriteRun) -> Path:
     """A real store: every condition above on the scripted backend ("numbers", and "numbers-b" for one arm)."""
-    path = tmp_path_factory.mktemp("differs") / "differs.sqlite"
-    config = parse_experiment(
-        {
-            "name": "differs",
-            "tasks": [{"name": "arithmetic", "count": QUESTIONS, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "numbers"}, "sampling": SAMPLING},
-            "conditions": CONDITIONS,
-        }
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "numbers-b", seeded_numbers)
-        asyncio.run(run_experiment(config, path, RunOptions()))
-    return path
+    agent = {"backend": {"kind": "scripted", "model": "numbers"}, "sampling": SAMPLING}
+    experiment = arithmetic_experiment("differs", CONDITIONS, QUESTIONS, agent=agent)
+    return write_run("differs", experiment, {"numbers-b": seeded_numbers}, file="differs.sqlite")
 
 
 @pytest.fixture(scope="module")

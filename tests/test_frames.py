@@ -21,16 +21,17 @@ from moot.errors import ConfigError, MootError
 from moot.frames import COLUMNS, SETTINGS, columns
 from moot.runner.config import load_experiment
 from moot.runner.store import RunStore, StoreError
-from tests.fixtures.analysis_run import PRICE, QUESTIONS, make_run
+from tests.fixtures.analysis_run import MODELS, PRICE, QUESTIONS, experiment
+from tests.helpers import WriteRun
 
 ROOT = Path(__file__).parent.parent
 RESAMPLES = 300
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def store(write_run: WriteRun) -> Path:
     """The analysis fixture's run: single, vote (3 agents) and society (3 agents, 3 rounds) on 12 questions."""
-    return make_run(tmp_path_factory.mktemp("frames") / "analysis.sqlite")
+    return write_run("frames", experiment(), MODELS, file="analysis.sqlite")
 
 
 def _digest(path: Path) -> str:

@@ -4,7 +4,6 @@ rule of which part carries a paper's effect, and Du et al.'s replication store."
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,13 +26,10 @@ from moot.analysis.gains import (
 from moot.analysis.render import report_markdown
 from moot.analysis.report import build_report, compare_conditions
 from moot.backends.base import GenerationRequest
-from moot.backends.scripted import SCRIPTED_MODELS
 from moot.debate.protocols import resolve_protocol
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.seeds import derive_seed
 from moot.tasks.arithmetic import ArithmeticTask
-from tests.helpers import query
+from tests.helpers import WriteRun, arithmetic_experiment, query
 
 RESAMPLES = 1000
 SEEDS = (0, 1)
@@ -87,25 +83,14 @@ def _agents(*names: str) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("gains") / "gains.sqlite"
-    config = parse_experiment(
-        {
-            "name": "gains",
-            "seeds": list(SEEDS),
-            "tasks": [{"name": "arithmetic", "count": len(QUESTIONS), "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "gains"}},
-            "conditions": [
-                {"name": "single", "protocol": "single", "agents": _agents("solo")},
-                {"name": "vote", "protocol": "vote", "agents": _agents(*DEBATERS)},
-                {"name": "society", "protocol": "society", "agents": _agents(*DEBATERS), "rounds": 2},
-            ],
-        }
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "gains", scripted)
-        asyncio.run(run_experiment(config, path, RunOptions()))
-    return path
+def run(write_run: WriteRun) -> Path:
+    conditions = [
+        {"name": "single", "protocol": "single", "agents": _agents("solo")},
+        {"name": "vote", "protocol": "vote", "agents": _agents(*DEBATERS)},
+        {"name": "society", "protocol": "society", "agents": _agents(*DEBATERS), "rounds": 2},
+    ]
+    experiment = arithmetic_experiment("gains", conditions, len(QUESTIONS), "gains", seeds=list(SEEDS))
+    return write_run("gains", experiment, {"gains": scripted}, file="gains.sqlite")
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from moot.analysis.cli import MAX_RESAMPLES
 from moot.cli import app
 from moot.cli_output import MAX_CONSOLE_WIDTH, MIN_CONSOLE_WIDTH, make_console
-from tests.fixtures.analysis_run import make_run
-from tests.helpers import query
+from tests.fixtures.analysis_run import MODELS, experiment
+from tests.helpers import WriteRun, query
 
 
 def moot(*args: str, cwd: Path, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
@@ -42,9 +42,9 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def store(write_run: WriteRun) -> Path:
     """A stored run of 12 questions and 3 conditions (single, vote, society)."""
-    return make_run(tmp_path_factory.mktemp("run") / "run.sqlite")
+    return write_run("run", experiment(), MODELS)
 
 
 # -- 2. --resamples has a documented maximum, checked before any work ----------------------------------------
@@ -155,5 +155,5 @@ def test_an_empty_file_named_as_the_store_becomes_the_store(tmp_path: Path) -> N
     result = moot(*RUN, "-o", str(empty), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert query(empty, "SELECT COUNT(*) FROM results") == [(1,)]
-    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).parents[1] / "docs" / "experiments.md").read_text().split())
     assert "An existing empty file named as the store (`--output`, `output`) is taken over as a new store" in readme

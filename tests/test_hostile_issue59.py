@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from moot.backends import batches
-from moot.backends.openai_api import OpenAIBackend, OpenAIBackendConfig
+from moot.backends.openai_api import OpenAIBackend
+from moot.backends.openai_config import OpenAIBackendConfig
 from moot.debate import registry
 from moot.debate.registry import FILE_PLUGIN, load_plugin
 from moot.errors import ConfigError
@@ -96,8 +97,11 @@ def test_a_second_backend_class_of_a_kind_is_refused_even_with_the_same_name(mon
     from typing import Literal
 
     from moot.backends import config as backends
+    from moot.backends import settings
 
-    monkeypatch.setattr(backends, "BACKEND_KINDS", dict(backends.BACKEND_KINDS))
+    # the registry lives in moot.backends.settings (config re-exports it): a copy there, so "mine" leaves no trace
+    monkeypatch.setattr(settings, "BACKEND_KINDS", dict(settings.BACKEND_KINDS))
+    monkeypatch.setattr(backends, "BACKEND_KINDS", settings.BACKEND_KINDS)
 
     def mine(module: str) -> type[backends.BackendSettings]:
         cls = type(

@@ -32,7 +32,7 @@ def test_import_inside_a_function_counts(tmp_path: Path) -> None:
             "toy/b.py": "thing = 1\n",
         },
     )
-    assert graph["toy.a"] == {"toy", "toy.b"}
+    assert graph["toy.a"] == {"toy.b"}  # toy itself is imported before toy.a runs: no edge
 
 
 def test_import_under_type_checking_does_not_count(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_import_under_type_checking_does_not_count(tmp_path: Path) -> None:
             "toy/d.py": "",
         },
     )
-    assert graph["toy.a"] == {"toy", "toy.d"}  # the else branch runs
+    assert graph["toy.a"] == {"toy.d"}  # the else branch runs
 
 
 def test_relative_imports_resolve(tmp_path: Path) -> None:
@@ -63,8 +63,8 @@ def test_relative_imports_resolve(tmp_path: Path) -> None:
             "toy/top.py": "",
         },
     )
-    assert graph["toy.sub.a"] == {"toy", "toy.sub", "toy.sub.b", "toy.top"}
-    assert graph["toy.sub"] == {"toy", "toy.sub.a"}  # a package is no edge of its own
+    assert graph["toy.sub.a"] == {"toy.sub.b", "toy.top"}  # its own packages toy and toy.sub ran before it
+    assert graph["toy.sub"] == {"toy.sub.a"}  # a package is no edge of its own
 
 
 def test_from_package_import_submodule_is_an_edge_to_the_submodule(tmp_path: Path) -> None:
@@ -78,13 +78,13 @@ def test_from_package_import_submodule_is_an_edge_to_the_submodule(tmp_path: Pat
             "outside.py": "",
         },
     )
-    assert graph["toy.a"] == {"toy", "toy.pkg", "toy.pkg.sub"}
+    assert graph["toy.a"] == {"toy.pkg", "toy.pkg.sub"}
     assert set(graph) == {"toy", "toy.a", "toy.pkg", "toy.pkg.sub", "toy.pkg.other"}
 
 
 def test_imports_outside_the_package_are_dropped(tmp_path: Path) -> None:
     graph = graph_of(tmp_path, {"toy/a.py": "import os\nimport json.decoder\nfrom toy.missing import x\n"})
-    assert graph["toy.a"] == {"toy"}
+    assert graph["toy.a"] == set()
 
 
 def test_three_module_cycle_is_one_component(tmp_path: Path) -> None:
@@ -126,3 +126,20 @@ def test_deep_chain_needs_no_recursion() -> None:
 def test_module_lines(tmp_path: Path) -> None:
     write(tmp_path, {"toy/a.py": "x = 1\ny = 2\n", "toy/b.py": ""})
     assert module_lines(tmp_path, package="toy") == {"toy": 0, "toy.a": 2, "toy.b": 0}
+
+
+def test_a_parent_package_is_an_edge_only_for_a_module_outside_it(tmp_path: Path) -> None:
+    """Importing toy.pkg.sub from toy.a runs toy/pkg/__init__.py (an edge to toy.pkg); from toy.pkg.other it
+    does not: toy.pkg ran before toy.pkg.other could. So a package that re-exports its modules is no circle."""
+    graph = graph_of(
+        tmp_path,
+        {
+            "toy/a.py": "import toy.pkg.sub\n",
+            "toy/pkg/__init__.py": "from toy.pkg.other import NAME\n",
+            "toy/pkg/other.py": "from toy.pkg.sub import x\nNAME = 1\n",
+            "toy/pkg/sub.py": "x = 1\n",
+        },
+    )
+    assert graph["toy.a"] == {"toy.pkg", "toy.pkg.sub"}
+    assert graph["toy.pkg.other"] == {"toy.pkg.sub"}
+    assert strongly_connected(graph) == []

@@ -197,7 +197,7 @@ def test_limits_are_documented_in_help_and_readme() -> None:
     flat = " ".join(stdout.replace("│", " ").split())
     for text in ("at most 64", "at most 50", "100,000 for a generated task", "pool_size is at most 256"):
         assert text in flat
-    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).parent.parent / "docs" / "cli.md").read_text().split())
     assert "most 64 agents and 50 rounds per condition" in readme and "at most 100,000 questions" in readme
 
 

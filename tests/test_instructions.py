@@ -5,7 +5,6 @@ backend) and on what the shipped stores recorded."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -13,13 +12,15 @@ from typing import Any
 
 import pytest
 
+from moot.backends.scripted import seeded_numbers
 from moot.runner.config import parse_experiment, read_toml, resolve
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.tasks import get_task
+from tests.helpers import write_store
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = sorted((ROOT / "examples/replicate").glob("*.toml"))
 LIANG_META = "You are a debater. Hello and welcome to the debate."
+OTHER = {"kind": "scripted", "model": "numbers-other"}  # an agent's own backend, scripted
 
 
 def first_system_messages(store: Path) -> dict[tuple[str, str], list[str | None]]:
@@ -66,16 +67,20 @@ def instruction_problems(systems: dict[tuple[str, str], list[str | None]], style
 
 
 def scripted(file: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """The replication file run on its first question of each task with the scripted backend."""
+    """The replication file run on its first question of each task with the scripted backend. A condition's
+    agent with a backend of its own (heter-mad's second model) answers as another scripted model, so that no
+    arm runs a real model and each keeps its number of models."""
     data: dict[str, Any] = read_toml(file)
     data["agent"] = {**data["agent"], "backend": {"kind": "scripted", "model": "numbers"}}
+    for condition in data["conditions"]:
+        if isinstance(condition.get("agents"), list):
+            condition["agents"] = [{**a, "backend": OTHER} if "backend" in a else a for a in condition["agents"]]
     data["tasks"] = [{**t, "count": 1} for t in data["tasks"]]
     data["seeds"] = data["seeds"][:1]
     for key in ("output", "calls_from", "prices"):
         data.pop(key, None)
     config = parse_experiment(data, str(file), file.parent)
-    store = tmp_path / f"{file.stem}.sqlite"
-    asyncio.run(run_experiment(config, store, RunOptions()))
+    store = write_store(tmp_path / f"{file.stem}.sqlite", config, {OTHER["model"]: seeded_numbers})
     return store, {c.name: c.protocol.style.kind for c in resolve(config)}
 
 

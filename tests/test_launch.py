@@ -456,6 +456,7 @@ def single_run(experiment: Path, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slurm
 def test_a_launch_recorded_is_found_again_and_merges_into_one_runs_store(cluster: Cluster, tmp_path: Path) -> None:
     experiment = write_experiment(tmp_path, "launched")
     submitted = cluster.moot(tmp_path, "launch", experiment.name, "--slurm", "--shards", "4", "--no-wait")
@@ -489,6 +490,7 @@ def test_a_launch_recorded_is_found_again_and_merges_into_one_runs_store(cluster
     assert_same_run(store, single_run(experiment, tmp_path))
 
 
+@pytest.mark.slurm
 def test_a_cancelled_shard_is_resubmitted_and_resumes(cluster: Cluster, tmp_path: Path) -> None:
     # one question at a time, each reply 2 s: a shard runs for about 8 s
     experiment = write_experiment(tmp_path, "cancelled", delay=2.0, extra="concurrency = 1")
@@ -549,6 +551,7 @@ def test_a_cancelled_shard_is_resubmitted_and_resumes(cluster: Cluster, tmp_path
     assert_same_run(store, single_run(experiment, tmp_path))
 
 
+@pytest.mark.slurm
 def test_a_shard_that_always_fails_is_given_up_after_max_tries(cluster: Cluster, tmp_path: Path) -> None:
     experiment = write_experiment(
         tmp_path, "broken", slurm='[slurm]\nshards = 2\nsetup = ["echo setting up", "exit 3"]\n'
@@ -573,6 +576,7 @@ def test_a_shard_that_always_fails_is_given_up_after_max_tries(cluster: Cluster,
     assert len(re.findall(r"resubmitted as job", failed.stdout)) == 4  # 2 shards x 2 resubmissions
 
 
+@pytest.mark.slurm
 def test_sbatch_refusing_the_job_is_one_line(cluster: Cluster, tmp_path: Path) -> None:
     experiment = write_experiment(tmp_path, "refused")
     refused = cluster.moot(tmp_path, "launch", experiment.name, "--slurm", "--shards", "2", "--partition", "nope")

@@ -8,20 +8,18 @@ shows as text and never runs.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from moot.backends.base import GenerationRequest
-from moot.backends.scripted import SCRIPTED_MODELS
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
 from tests.fixtures.live import serving, slow_run
+from tests.helpers import WriteRun, arithmetic_experiment
 from tests.test_report_browser import CHROMEDRIVER, CHROMIUM
 from tests.test_report_browser import browser as browser  # the same headless Chromium fixture
+
+pytestmark = pytest.mark.browser
 
 HOSTILE = '<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=2"> So the answer is 7.'
 
@@ -35,20 +33,10 @@ def hostile(request: GenerationRequest, index: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("hostile") / "hostile.sqlite"
-    config = parse_experiment(
-        {
-            "name": "hostile",
-            "tasks": [{"name": "arithmetic", "count": 3, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "hostile"}},
-            "conditions": [{"name": "society", "protocol": "society", "agents": 2, "rounds": 2}],
-        }
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "hostile", hostile)
-        asyncio.run(run_experiment(config, path, RunOptions()))
-    yield path
+def hostile_store(write_run: WriteRun) -> Path:
+    conditions = [{"name": "society", "protocol": "society", "agents": 2, "rounds": 2}]
+    experiment = arithmetic_experiment("hostile", conditions, 3, "hostile")
+    return write_run("hostile", experiment, {"hostile": hostile}, file="hostile.sqlite")
 
 
 def wait_for(driver: object, script: str, timeout: float = 30) -> object:

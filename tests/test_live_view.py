@@ -25,13 +25,14 @@ import pytest
 from moot.analysis.live import LiveRun, LiveServer, ViewError, _eta
 from moot.runner.store import RunStore, StoreError
 from moot.runner.summary import summarize
-from tests.fixtures.analysis_run import PAYLOAD, QUESTIONS, make_run
+from tests.fixtures.analysis_run import MODELS, PAYLOAD, QUESTIONS, experiment, make_run
 from tests.fixtures.live import get, serving, slow_run
+from tests.helpers import WriteRun
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("live") / "run.sqlite")
+def store(write_run: WriteRun) -> Path:
+    return write_run("live", experiment(), MODELS)
 
 
 def sha256(path: Path) -> str:

@@ -3,7 +3,6 @@ verdict table of a small scripted store where one reader flips significance (p-v
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
@@ -26,14 +25,12 @@ from moot.analysis.report import build_report, compare_conditions
 from moot.analysis.results import Paper, read_summary, rows_csv, summarise, task_figures
 from moot.analysis.tables import sections
 from moot.backends.base import GenerationRequest
-from moot.backends.scripted import SCRIPTED_MODELS
 from moot.debate.protocols import PRESETS
 from moot.debate.records import DebateResult, FinalStatus, RoundRecord, Turn, Vote
 from moot.errors import ConfigError
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.tasks import get_task
 from moot.tasks.base import ParseStatus, Question
+from tests.helpers import WriteRun, arithmetic_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 BOTH_AGREE = "\\boxed{-70} Both Agent 1 and Agent 2 ..."  # s0-17 of runs/replicate/du.sqlite, shortened
@@ -169,29 +166,13 @@ def messy(request: GenerationRequest, index: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("readers") / "readers.sqlite"
-    config = parse_experiment(
-        {
-            "name": "readers",
-            "seeds": [0],
-            "tasks": [{"name": "arithmetic", "count": QUESTIONS, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "tidy"}},
-            "conditions": [
-                {"name": "tidy", "protocol": "single"},
-                {
-                    "name": "messy",
-                    "protocol": "single",
-                    "agents": [{"backend": {"kind": "scripted", "model": "messy"}}],
-                },
-            ],
-        }
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "tidy", tidy)
-        patch.setitem(SCRIPTED_MODELS, "messy", messy)
-        asyncio.run(run_experiment(config, path, RunOptions()))
-    return path
+def store(write_run: WriteRun) -> Path:
+    conditions = [
+        {"name": "tidy", "protocol": "single"},
+        {"name": "messy", "protocol": "single", "agents": [{"backend": {"kind": "scripted", "model": "messy"}}]},
+    ]
+    experiment = arithmetic_experiment("readers", conditions, QUESTIONS, "tidy", seeds=[0])
+    return write_run("readers", experiment, {"tidy": tidy, "messy": messy}, file="readers.sqlite")
 
 
 def test_the_verdict_table_names_the_reader_that_breaks_it(store: Path) -> None:

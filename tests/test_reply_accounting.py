@@ -3,7 +3,6 @@ marked on the turn and the result, stored, exported, and counted in the report a
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import json
 from pathlib import Path
@@ -15,18 +14,16 @@ from moot.analysis.records import ReplyCounts
 from moot.analysis.render import report_markdown
 from moot.analysis.tables import sections
 from moot.backends.base import GenerationRequest, Message
-from moot.backends.scripted import SCRIPTED_MODELS, ScriptedBackend, ScriptedReply
+from moot.backends.scripted import ScriptedBackend, ScriptedReply
 from moot.calls import Caller
 from moot.debate import resolve_protocol, run_debate
 from moot.debate.agents import Agent, AgentSpec
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.export import export_table
 from moot.runner.store import RunStore
 from moot.runner.summary import summarize
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import ParseStatus, Question
-from tests.helpers import SCRIPTED
+from tests.helpers import SCRIPTED, WriteRun, arithmetic_experiment, write_store
 
 TASK = ArithmeticTask()
 QUESTION = Question(id="q1", prompt="1+2*3+4-5*6", gold="-19")
@@ -76,23 +73,13 @@ AGENTS = [
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("replies") / "run.sqlite"
-    config = parse_experiment(
-        {
-            "name": "replies",
-            "tasks": [{"name": "arithmetic", "count": QUESTIONS, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "quiet"}},
-            "conditions": [
-                {"name": "society", "protocol": "society", "agents": AGENTS, "rounds": 2},
-                {"name": "confidence", "protocol": "confidence", "agents": AGENTS, "rounds": 2},
-            ],
-        }
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "quiet", quiet_or_confident)
-        asyncio.run(run_experiment(config, path, RunOptions()))
-    return path
+def run(write_run: WriteRun) -> Path:
+    conditions = [
+        {"name": "society", "protocol": "society", "agents": AGENTS, "rounds": 2},
+        {"name": "confidence", "protocol": "confidence", "agents": AGENTS, "rounds": 2},
+    ]
+    experiment = arithmetic_experiment("replies", conditions, QUESTIONS, "quiet")
+    return write_run("replies", experiment, {"quiet": quiet_or_confident})
 
 
 def test_truncated_replies_are_stored_and_read_back(run: Path) -> None:
@@ -168,7 +155,7 @@ def test_the_run_summary_counts_them_per_condition(run: Path) -> None:
 def test_moot_run_prints_the_counts_with_its_totals(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
-    from moot import cli
+    from moot.commands import run as cli
 
     store = RunStore.open(run)
     try:
@@ -190,16 +177,8 @@ def test_rulings_no_reader_can_read_are_counted(tmp_path: Path) -> None:
     which the report's lean copies of its transcripts no longer hold."""
     import sqlite3
 
-    config = parse_experiment(
-        {
-            "name": "rulings",
-            "tasks": [{"name": "arithmetic", "count": 4, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
-            "conditions": [{"name": "liang", "protocol": "liang", "rounds": 1}],
-        }
-    )
-    store = tmp_path / "rulings.sqlite"
-    asyncio.run(run_experiment(config, store, RunOptions()))
+    experiment = arithmetic_experiment("rulings", [{"name": "liang", "protocol": "liang", "rounds": 1}], 4)
+    store = write_store(tmp_path / "rulings.sqlite", experiment)
     texts = (
         '```json\n{"Supported Side": "Affirmative", "Reason": "it is \\(155\\)", "debate_answer": "155"}\n```',
         "{'Whether there is a preference': 'Yes', 'debate_answer': '-332'}",

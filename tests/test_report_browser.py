@@ -18,7 +18,10 @@ from moot.analysis import build_report
 from moot.analysis.formatting import fixed, interval
 from moot.analysis.html import write_html
 from moot.analysis.records import Report
-from tests.fixtures.analysis_run import PAYLOAD, QUESTIONS, make_run
+from tests.fixtures.analysis_run import MODELS, PAYLOAD, QUESTIONS, experiment
+from tests.helpers import WriteRun
+
+pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -30,10 +33,10 @@ def test_the_browser_is_installed() -> None:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Path]:
-    folder = tmp_path_factory.mktemp("browser")
-    report = build_report(make_run(folder / "run.sqlite"), resamples=1000)
-    return report, write_html(report, folder / "report.html")
+def built(write_run: WriteRun) -> tuple[Report, Path]:
+    store = write_run("browser", experiment(), MODELS)
+    report = build_report(store, resamples=1000)
+    return report, write_html(report, store.parent / "report.html")
 
 
 @pytest.fixture(scope="module")

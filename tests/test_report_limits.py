@@ -3,7 +3,6 @@ large for one page (issue 14, items 12, 13 and 15)."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 from dataclasses import replace
@@ -21,11 +20,9 @@ from moot.analysis.plots import error_bar, plots
 from moot.analysis.records import Report
 from moot.analysis.stats import Proportion, proportion_interval, question_accuracy, wilson
 from moot.backends.base import GenerationRequest
-from moot.backends.scripted import SCRIPTED_MODELS
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.store import RunStore
-from tests.fixtures.analysis_run import PAYLOAD, make_run
+from tests.fixtures.analysis_run import MODELS, PAYLOAD, experiment
+from tests.helpers import WriteRun, arithmetic_experiment, write_store
 
 _EXPRESSION = re.compile(r"result of (\d+)\+(\d+)\*(\d+)\+(\d+)-(\d+)\*(\d+)")
 
@@ -46,26 +43,14 @@ def always_wrong(request: GenerationRequest, index: int) -> str:
 
 
 def scripted_run(path: Path, model: str, questions: int, conditions: list[dict]) -> Path:
-    config = parse_experiment(
-        {
-            "name": "limits",
-            "seeds": [0],
-            "tasks": [{"name": "arithmetic", "count": questions, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": model}},
-            "conditions": conditions,
-        }
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "right", always_right)
-        patch.setitem(SCRIPTED_MODELS, "wrong", always_wrong)
-        asyncio.run(run_experiment(config, path, RunOptions()))
-    return path
+    table = arithmetic_experiment("limits", conditions, questions, model, seeds=[0])
+    return write_store(path, table, {"right": always_right, "wrong": always_wrong})
 
 
 @pytest.fixture(scope="module")
-def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def small_run(write_run: WriteRun) -> Path:
     """single, vote and society on 4 questions: 12 transcripts."""
-    return make_run(tmp_path_factory.mktemp("limits") / "run.sqlite", questions=4)
+    return write_run("limits", experiment(questions=4), MODELS)
 
 
 @pytest.fixture(scope="module")

@@ -37,22 +37,22 @@ from moot.analysis.results import (
 from moot.analysis.stats import compare_paired, wilson
 from moot.cli import app
 from moot.errors import ConfigError, MootError
-from tests.fixtures.analysis_run import make_run
-from tests.helpers import query
+from tests.fixtures.analysis_run import MODELS, experiment
+from tests.helpers import WriteRun, query
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("results") / "seeded.sqlite", questions=6, seeds=[0, 1, 2])
+def seeded(write_run: WriteRun) -> Path:
+    return write_run("results", experiment(questions=6, seeds=[0, 1, 2]), MODELS, file="seeded.sqlite")
 
 
 @pytest.fixture(scope="module")
-def single_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def single_seed(write_run: WriteRun) -> Path:
     # 12 questions: ids arithmetic-s0-10 and -11 sort before -2, so a summary that reordered the questions
     # would resample other ones than the report does
-    return make_run(tmp_path_factory.mktemp("results") / "one.sqlite", questions=12)
+    return write_run("results", experiment(questions=12), MODELS, file="one.sqlite")
 
 
 @pytest.mark.parametrize("which", ["single_seed", "seeded"])
@@ -461,7 +461,7 @@ def test_every_paper_names_a_replication_file_and_its_conditions() -> None:
 
     papers = read_papers(ROOT / "docs/results/papers.toml")
     files = sorted(p.stem for p in (ROOT / EXPERIMENTS).glob("*.toml"))
-    assert sorted(p.file for p in papers.paper) == files == ["across", "dar", "du", "math", "stopping", "zhu"]
+    assert sorted(p.file for p in papers.paper) == files == ["across", "choi", "dar", "du", "math", "stopping", "zhu"]
     for paper in papers.paper:
         experiment = load_experiment(ROOT / EXPERIMENTS / f"{paper.file}.toml")
         assert experiment.name == paper.file and str(experiment.output) == f"runs/replicate/{paper.file}.sqlite"

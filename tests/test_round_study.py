@@ -11,6 +11,7 @@ from moot.debate.components.aggregation import majority_vote
 from moot.debate.records import DebateResult, FinalStatus, RoundRecord, Turn
 from moot.runner.records import StoredResult
 from moot.tasks.base import ParseStatus, Question
+from tests.helpers import arithmetic_experiment, write_store
 
 GOLD = "5"
 
@@ -80,22 +81,10 @@ def test_a_condition_with_no_result_is_an_error() -> None:
 
 
 def test_moot_rounds_prints_the_curve_of_a_stored_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import asyncio
-
     from moot.cli import app
-    from moot.runner.config import parse_experiment
-    from moot.runner.experiment import run_experiment
 
-    config = parse_experiment(
-        {
-            "name": "r",
-            "tasks": [{"name": "arithmetic", "count": 6, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "numbers"}},
-            "conditions": [{"name": "society", "protocol": "society", "rounds": 3}],
-        }
-    )
-    path = tmp_path / "run.sqlite"
-    asyncio.run(run_experiment(config, path))
+    experiment = arithmetic_experiment("r", [{"name": "society", "protocol": "society", "rounds": 3}], 6)
+    path = write_store(tmp_path / "run.sqlite", experiment)
     out = CliRunner().invoke(app, ["rounds", str(path), "--resamples", "1000"], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "society on arithmetic (3 agents)" in out.output and "martingale check" in out.output

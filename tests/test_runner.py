@@ -16,10 +16,11 @@ from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend, seeded_numbers
 from moot.errors import BackendError, ConfigError
 from moot.runner.config import parse_experiment
-from moot.runner.experiment import Experiment, RunOptions, run_experiment
+from moot.runner.experiment import Experiment, RunOptions
 from moot.runner.export import export_table
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
 from moot.runner.summary import question_rows, summarize
+from tests.helpers import arithmetic_experiment, run
 
 # the module (moot.runner re-exports a function of the same name)
 evaluate_module = importlib.import_module("moot.runner.evaluate")
@@ -28,16 +29,7 @@ SCRIPTED = {"backend": {"kind": "scripted", "model": "numbers"}}
 
 
 def experiment(conditions: list[dict[str, Any]], count: int = 4, seeds: tuple[int, ...] = (0,), **extra: Any) -> Any:
-    return parse_experiment(
-        {
-            "name": "t",
-            "seeds": list(seeds),
-            "tasks": [{"name": "arithmetic", "count": count, "seed": 0}],
-            "agent": SCRIPTED,
-            "conditions": conditions,
-            **extra,
-        }
-    )
+    return parse_experiment(arithmetic_experiment("t", conditions, count, seeds=list(seeds), **extra))
 
 
 THREE = [
@@ -55,10 +47,6 @@ def stored(path: Path, table: str = "results") -> list[dict[str, Any]]:
         store.close()
     drop = {"session", "call_key"}
     return sorted(({k: v for k, v in r.items() if k not in drop} for r in rows), key=json.dumps)
-
-
-def run(config: Any, path: Path, **options: Any) -> Any:
-    return asyncio.run(run_experiment(config, path, RunOptions(**options)))
 
 
 def test_a_run_stores_everything_and_an_identical_rerun_makes_no_call(tmp_path: Path) -> None:

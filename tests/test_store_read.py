@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import shutil
@@ -29,13 +28,14 @@ from moot.debate.records import (
 from moot.errors import ConfigError
 from moot.runner import config as config_module
 from moot.runner.config import ResolvedCondition, fingerprint_hash, parse_experiment, resolve, results_fingerprint
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.records import StoredResult
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
 from moot.runner.summary import question_rows, summarize, summary_json
 from moot.tasks import get_task
 from moot.tasks.base import ParseStatus, Question
-from tests.fixtures.analysis_run import PRICE, make_run
+from tests import helpers
+from tests.fixtures.analysis_run import MODELS, PRICE, experiment
+from tests.helpers import WriteRun
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -118,8 +118,8 @@ def dumps(conditions: dict[str, ResolvedCondition]) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("typed") / "run.sqlite", questions=2)
+def run(write_run: WriteRun) -> Path:
+    return write_run("typed", experiment(questions=2), MODELS)
 
 
 def test_calls_sessions_meta_and_conditions_are_typed(run: Path) -> None:
@@ -271,9 +271,9 @@ def test_a_migrated_store_reads_as_a_new_run_and_resumes(tmp_path: Path, v1_pres
     log-probabilities); rerunning the experiment on it replays everything and calls no model."""
     config = parse_experiment(V1_EXPERIMENT)
     fresh = tmp_path / "fresh.sqlite"
-    asyncio.run(run_experiment(config, fresh, RunOptions()))
+    helpers.run(config, fresh)
     path = v1_store(tmp_path)
-    outcome = asyncio.run(run_experiment(config, path, RunOptions()))
+    outcome = helpers.run(config, path)
     assert (outcome.ran, outcome.calls) == (0, 0)
 
     def known(r: StoredResult) -> tuple[str, DebateResult]:
@@ -353,7 +353,7 @@ def test_a_schema_2_store_names_each_arms_instruction_and_stays_resumable(tmp_pa
     }
     config = parse_experiment(experiment)
     path = tmp_path / "v2.sqlite"
-    asyncio.run(run_experiment(config, path, RunOptions()))
+    helpers.run(config, path)
     db = sqlite3.connect(path)  # written back as moot's schema-2 code wrote it: no instruction anywhere
     old_forms = {}
     for name, text in db.execute("SELECT name, config FROM conditions").fetchall():
@@ -374,7 +374,7 @@ def test_a_schema_2_store_names_each_arms_instruction_and_stays_resumable(tmp_pa
         assert store.meta()["instructions"] == {"arithmetic": get_task("arithmetic").system_prompt}
     finally:
         store.close()
-    outcome = asyncio.run(run_experiment(config, path, RunOptions()))
+    outcome = helpers.run(config, path)
     assert (outcome.ran, outcome.calls) == (0, 0)
     today = parse_experiment(
         {
@@ -383,4 +383,4 @@ def test_a_schema_2_store_names_each_arms_instruction_and_stays_resumable(tmp_pa
         }
     )  # type: ignore[index]
     with pytest.raises(ConfigError, match="holds a run of a different experiment"):
-        asyncio.run(run_experiment(today, path, RunOptions()))
+        helpers.run(today, path)

@@ -7,7 +7,6 @@ every store fault is one ``moot: error:`` line; reading a store changes nothing 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib
 import itertools
@@ -30,8 +29,8 @@ from typer.testing import CliRunner
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend, seeded_numbers
 from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.store import RunStore, lock_path
+from tests.helpers import WriteRun, arithmetic_experiment, run
 
 evaluate_module = importlib.import_module("moot.runner.evaluate")
 
@@ -43,20 +42,8 @@ THREE: list[dict[str, Any]] = [
 
 
 def experiment(count: int = 4, delay_s: float = 0.0, **extra: Any) -> Any:
-    return parse_experiment(
-        {
-            "name": "t",
-            "seeds": [0],
-            "tasks": [{"name": "arithmetic", "count": count, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": "numbers", "delay_s": delay_s}},
-            "conditions": THREE,
-            **extra,
-        }
-    )
-
-
-def run(config: Any, path: Path, **options: Any) -> Any:
-    return asyncio.run(run_experiment(config, path, RunOptions(**options)))
+    agent = {"backend": {"kind": "scripted", "model": "numbers", "delay_s": delay_s}}
+    return parse_experiment(arithmetic_experiment("t", THREE, count, seeds=[0], agent=agent, **extra))
 
 
 def rows(path: Path, table: str, where: str = "") -> list[dict[str, Any]]:
@@ -107,11 +94,9 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def finished(write_run: WriteRun) -> Path:
     """A finished run of three conditions on two questions (copy it before changing it)."""
-    path = tmp_path_factory.mktemp("finished") / "run.sqlite"
-    run(experiment(count=2), path)
-    return path
+    return write_run("finished", experiment(count=2))
 
 
 def copy_of(store: Path, folder: Path, name: str = "run.sqlite") -> Path:

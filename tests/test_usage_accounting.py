@@ -7,34 +7,26 @@ identical call, never negative.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from moot.analysis import build_report
 from moot.backends.base import GenerationRequest
-from moot.backends.scripted import SCRIPTED_MODELS, seeded_numbers
+from moot.backends.scripted import Responder, seeded_numbers
 from moot.errors import BackendError
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
 from moot.runner.store import RunStore
 from moot.runner.summary import summarize, summary_json
+from tests.helpers import arithmetic_experiment, write_store
 
 
-def run(path: Path, conditions: list[dict], questions: int, model: str = "numbers") -> Path:
-    config = parse_experiment(
-        {
-            "name": "accounting",
-            "seeds": [0],
-            "tasks": [{"name": "arithmetic", "count": questions, "seed": 0}],
-            "agent": {"backend": {"kind": "scripted", "model": model}},
-            "conditions": conditions,
-        }
-    )
-    asyncio.run(run_experiment(config, path, RunOptions()))
-    return path
+def run(
+    path: Path,
+    conditions: list[dict],
+    questions: int,
+    model: str = "numbers",
+    models: dict[str, Responder] | None = None,
+) -> Path:
+    return write_store(path, arithmetic_experiment("accounting", conditions, questions, model, seeds=[0]), models)
 
 
 def stored_calls(path: Path) -> dict[str, tuple[int, int, int]]:
@@ -121,14 +113,13 @@ def test_calls_of_a_failed_round_are_used_too(tmp_path: Path) -> None:
                 raise BackendError("server went away")
         return seeded_numbers(request, index)
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(SCRIPTED_MODELS, "flaky", one_agent_fails_in_round_1)
-        path = run(
-            tmp_path / "flaky.sqlite",
-            [{"name": "society", "protocol": "society", "agents": 3, "rounds": 2}],
-            questions=1,
-            model="flaky",
-        )
+    path = run(
+        tmp_path / "flaky.sqlite",
+        [{"name": "society", "protocol": "society", "agents": 3, "rounds": 2}],
+        questions=1,
+        model="flaky",
+        models={"flaky": one_agent_fails_in_round_1},
+    )
     assert stored_calls(path)["society"][0] == 5
     store = RunStore.read(path)
     try:

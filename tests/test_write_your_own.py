@@ -1,7 +1,8 @@
-"""The README's "Write your own" section works as written: each Python block is, whole, an example file
-under examples/plugins, every example file there is shown, and each experiment snippet runs with `moot run`
-in a folder that holds the example files beside it (completed, where it gives none, by the arithmetic task,
-the scripted backend and a society condition), does what its section says, and reads back with `moot report`."""
+"""The manual's "Write your own" page (docs/extending.md, once the README's section) works as written: each
+Python block is, whole, an example file under examples/plugins, every example file there is shown, and each
+experiment snippet runs with `moot run` in a folder that holds the example files beside it (completed, where it
+gives none, by the arithmetic task, the scripted backend and a society condition), does what its section says,
+and reads back with `moot report`."""
 
 from __future__ import annotations
 
@@ -24,8 +25,7 @@ from moot.tasks import TASKS, load_installed
 
 ROOT = Path(__file__).parent.parent
 PLUGINS = ROOT / "examples/plugins"
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-SECTION = README.split("\n## Write your own\n", 1)[1].split("\n## ", 1)[0]
+SECTION = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
 EXAMPLES = {path: path.read_text(encoding="utf-8") for path in PLUGINS.rglob("*.py") if path.name != "__init__.py"}
 
 
@@ -39,7 +39,7 @@ SNIPPETS = [block for block in blocks("toml") if "[project." not in block]  # th
 def test_every_python_block_is_an_example_file_and_every_example_file_is_shown() -> None:
     shown = {text: path for path, text in EXAMPLES.items()}
     for block in blocks("python"):
-        assert block in shown, f"a Python block of the README is no example file as it stands:\n{block[:300]}"
+        assert block in shown, f"a Python block of docs/extending.md is no example file as it stands:\n{block[:300]}"
     assert {shown[block] for block in blocks("python")} == set(EXAMPLES)
     assert len({path.name for path in EXAMPLES}) == len(EXAMPLES)  # a snippet names each by its file name
 

@@ -1,4 +1,4 @@
-"""moot's documented limits on input, checked before any work (README, "Command line").
+"""moot's documented limits on input, checked before any work (docs/cli.md, "Command line").
 
 A size beyond a limit is refused with one line naming the setting, before any question is
 generated and before any store is created: without them, 10^12 questions or 100,000 agents

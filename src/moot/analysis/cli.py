@@ -27,7 +27,7 @@ app = typer.Typer(
 
 Run = Annotated[Path, typer.Argument(help="A run's SQLite store (see `moot runs`).")]
 Seed = Annotated[int, typer.Option(help="Seed of every bootstrap resampling.")]
-# bootstrap resamples: a documented range (README, "Analysis"), checked before any work. A million draws of a
+# bootstrap resamples: a documented range (docs/reports.md), checked before any work. A million draws of a
 # 200-question, 3-condition run take minutes already; 10^9 ran for hours with nothing said.
 MIN_RESAMPLES = 100
 MAX_RESAMPLES = 1_000_000

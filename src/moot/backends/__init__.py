@@ -12,7 +12,6 @@ its own kind the same way); ``backend_kinds`` lists them and ``make_backend`` bu
 
 from moot.backends.base import (
     Backend,
-    BackendConfig,
     GenerationRequest,
     Message,
     Reply,
@@ -20,6 +19,7 @@ from moot.backends.base import (
     TokenLogprob,
 )
 from moot.backends.config import (
+    BackendConfig,
     BackendSettings,
     HFBackendConfig,
     LlamaCppBackendConfig,

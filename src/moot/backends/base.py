@@ -1,7 +1,7 @@
 """The backend interface: one request in, one reply of n samples out.
 
-``BackendConfig`` (how to reach a model: any registered kind's config) lives in moot.backends.config and is
-re-exported here for the modules that import it from the interface.
+``BackendConfig`` (how to reach a model: any registered kind's config) lives in moot.backends.config, above the
+backends it builds.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
-
-from moot.backends.config import BackendConfig as BackendConfig
 
 # The session of the call being made: one agent's conversation in one debate, stable over its rounds. A backend
 # that can send it (the openai kind's ``session_header``) reads it here, so that a session-aware router behind one

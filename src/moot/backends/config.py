@@ -25,156 +25,34 @@ experiment files read the registry).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
-    SerializationInfo,
     SerializeAsAny,
-    SerializerFunctionWrapHandler,
     TypeAdapter,
-    ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
-    field_serializer,
     field_validator,
-    model_serializer,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import PydanticCustomError
 
+from moot.backends.settings import BACKEND_KINDS as BACKEND_KINDS
+from moot.backends.settings import DEFAULT_KIND as DEFAULT_KIND
+from moot.backends.settings import LATER_OPTIONS as LATER_OPTIONS
+from moot.backends.settings import LATER_OPTIONS_OF as LATER_OPTIONS_OF
+from moot.backends.settings import BackendSettings as BackendSettings
+from moot.backends.settings import backend_kinds as backend_kinds
+from moot.backends.settings import register_backend as register_backend
+from moot.backends.settings import settings as settings
 from moot.errors import ConfigError
 from moot.models import DEFAULT_MODEL
-from moot.plugins import same_definition
-from moot.redact import redact
 
 if TYPE_CHECKING:
     from moot.backends.base import Backend
-
-DEFAULT_KIND = "local"
-# Options that runs stored before them do not have in their configs (see _without_new_defaults).
-LATER_OPTIONS = frozenset(
-    {
-        "slots",
-        "port",
-        "speculative",
-        "cooldown_s",
-        "max_reply_bytes",
-        "adaptive_concurrency",
-        "tokens_per_minute",
-        "routing",
-        "affinity_factor",
-        "batch",
-        "batch_poll_s",
-        "batch_deadline_s",
-        "session_header",
-        "deterministic",
-    }
-)
-# Per kind: options that kind gained after its stores were first written, though another kind had them from the
-# start (the openai kind's timeout_s is in every openai dump; a local dump has none before this option).
-LATER_OPTIONS_OF: dict[str, frozenset[str]] = {"local": frozenset({"timeout_s"})}
-
-
-class BackendSettings(BaseModel):
-    """What every backend config has. Subclasses give ``kind`` (a one-value Literal with that value as
-    default), their own options, ``build`` and ``model_name``, and a one-line ``summary`` (what
-    ``moot backends`` shows); ``@register_backend`` makes them known."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    summary: ClassVar[str] = ""
-    kind: str
-    model: str | None = None
-    logprobs: bool = Field(
-        default=True, description="the backend returns log-probabilities (set false for servers that cannot)"
-    )
-
-    @model_serializer(mode="wrap")
-    def _without_new_defaults(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
-        """Options added after stores were first written (``LATER_OPTIONS``) are left out of a dump while
-        they hold their default, so a stored run's fingerprint is what it was and the run resumes."""
-        data = handler(self)
-        if isinstance(data, dict):
-            later = LATER_OPTIONS | LATER_OPTIONS_OF.get(self.kind, frozenset())
-            for key in later & data.keys() & type(self).model_fields.keys():
-                if getattr(self, key) == type(self).model_fields[key].default:
-                    del data[key]
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _own_options(cls, data: Any) -> Any:
-        """Record ``kind`` as given (so a dump of the set fields keeps it), drop options of other kinds
-        that hold their default (old dumps carry them all), and refuse the others by name."""
-        if not isinstance(data, dict) or cls.model_fields["kind"].is_required():  # not a registered kind's class
-            return data
-        kind = cls.model_fields["kind"].default
-        kept: dict[str, Any] = {"kind": kind}
-        errors: list[InitErrorDetails] = []
-        for key, value in data.items():  # the kinds registered so far (a table's kind was looked up: plug-ins are in)
-            owners = [] if key in cls.model_fields else [c for c in BACKEND_KINDS.values() if key in c.model_fields]
-            if not owners:  # an own option, or unknown to every kind (then refused as an unknown key)
-                kept[key] = value
-            elif all(value != c.model_fields[key].default for c in owners):
-                owner = " or ".join(c.model_fields["kind"].default for c in owners)
-                message = "an option of the {owner} backend, not of the {kind} one"
-                error = PydanticCustomError("backend_option", message, {"owner": owner, "kind": kind})
-                errors.append(InitErrorDetails(type=error, loc=(key,), input=value))
-        if errors:
-            raise ValidationError.from_exception_data(cls.__name__, errors)
-        return kept
-
-    def build(self) -> Backend:
-        """A ready backend (models are resolved and verified here, before any call)."""
-        raise NotImplementedError
-
-    def model_name(self) -> str:
-        """The configured name of the model (what prices are keyed by)."""
-        raise NotImplementedError
-
-    def describe(self) -> str:
-        """The model, and where it is served when that is not here."""
-        return self.model_name()
-
-
-BACKEND_KINDS: dict[str, type[BackendSettings]] = {}  # by kind, in registration order (built-ins first)
-_B = TypeVar("_B", bound=type[BackendSettings])
-
-
-def register_backend(cls: _B) -> _B:
-    """Class decorator: make a backend kind known by its ``kind`` default (a kind registered again by
-    another class is an error; the same class again, e.g. a plug-in file loaded twice, replaces it)."""
-    kind = cls.__pydantic_fields__["kind"].default
-    if not isinstance(kind, str) or not kind.strip() or kind != kind.strip():
-        raise ConfigError(f"{cls.__name__} needs a default kind, e.g. kind: Literal['mine'] = 'mine'")
-    known = BACKEND_KINDS.get(kind)
-    # the same class (its module run again, or a copy of its file) replaces itself; another, even of the same name
-    # in another plug-in file, is refused: it would silently replace the backend every run of that kind means
-    if known is not None and not same_definition(known, cls):
-        raise ConfigError(
-            f"backend kind {kind!r} is already registered by {known.__module__}.{known.__qualname__}; "
-            f"{cls.__module__}.{cls.__qualname__} cannot register it too"
-        )
-    BACKEND_KINDS[kind] = cls
-    return cls
-
-
-def backend_kinds() -> dict[str, type[BackendSettings]]:
-    """Every registered backend kind, by name; the first call loads installed plug-ins (entry points
-    ``moot.backends``), so ``moot --help`` loads none."""
-    from moot.plugins import load_backends
-
-    load_backends()
-    return BACKEND_KINDS
-
-
-def settings(kind: type[BackendSettings]) -> dict[str, Any]:
-    """A kind's options and their defaults (what ``moot backends`` lists)."""
-    return {name: field.default for name, field in kind.model_fields.items() if name != "kind"}
 
 
 def _gguf(name: str) -> tuple[Any, str]:
@@ -336,138 +214,9 @@ class LlamaCppBackendConfig(BackendSettings):
         return self.model or DEFAULT_MODEL
 
 
-@register_backend
-class OpenAIBackendConfig(BackendSettings):
-    """Any OpenAI-compatible server (moot.backends.openai_api), or several serving one model.
-
-    ``base_url`` is one URL, or a list of the endpoints' URLs (replicas of one model): a one-URL list is
-    that URL (the same config, hash and fingerprint), an empty list is refused. ``max_concurrency`` is
-    per endpoint; when it is not given, each endpoint's is read from the server where it says
-    (llama-server's ``/props`` ``total_slots``), else 8 (its default, and what a dump shows)."""
-
-    summary: ClassVar[str] = "any OpenAI-compatible server (OpenAI, vLLM, llama-server, Ollama)"
-    kind: Literal["openai"] = "openai"
-    model: str | None = Field(default=None, description="the served model name (default: the server's only model)")
-    base_url: str | tuple[str, ...] | None = Field(
-        default=None, description="the server's /v1 URL, or a list of the URLs of endpoints serving the same model"
-    )
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="variable holding the key")
-    timeout_s: float = Field(
-        default=600.0, gt=0, description="the most one attempt may take, from the request to its reply's last byte"
-    )
-    max_retries: int = Field(default=2, ge=0, description="retries on transient errors")
-    max_concurrency: int = Field(
-        default=8,
-        ge=1,
-        description="requests in flight at once, per endpoint (default: the server's slots where it says, "
-        "256 for vLLM and SGLang, else 8)",
-    )
-    adaptive_concurrency: bool = Field(
-        default=True,
-        description="halve an endpoint's concurrency on HTTP 429, 503 or 529 and climb back by one per full "
-        "window of answers, up to max_concurrency (false: always max_concurrency)",
-    )
-    requests_per_minute: float | None = Field(
-        default=None, gt=0, description="start at most this many (over all endpoints)"
-    )
-    tokens_per_minute: float | None = Field(
-        default=None,
-        gt=0,
-        description="spend at most this many prompt and completion tokens in any minute (over all endpoints; a "
-        "request counts its prompt's characters / 4 plus max_tokens until its reply says)",
-    )
-    session_header: str = Field(
-        default="x-session-id",
-        pattern=r"^$|^[A-Za-z0-9-]{1,64}$",
-        description="a header carrying each agent's session id (one per agent, question and seed, the same over "
-        "its rounds), so a session-aware router behind one URL (vLLM production-stack, Ray Serve, SGLang's "
-        "router) keeps an agent on one replica; empty: none sent",
-    )
-    routing: Literal["affinity", "least-loaded"] = Field(
-        default="affinity",
-        description="with several endpoints: an agent's next turn goes to the endpoint that holds its history "
-        "(affinity), unless that is affinity_factor times busier than the least loaded; or always to the "
-        "least loaded",
-    )
-    affinity_factor: float = Field(
-        default=2.0,
-        ge=1.0,
-        description="how much busier (requests in flight over its limit, this one included) an endpoint holding "
-        "a conversation may be than the least loaded and still take its next turn",
-    )
-    cooldown_s: float = Field(
-        default=30.0,
-        ge=0,
-        description="with several endpoints: how long one that fails (connection, timeout, 5xx) is out of "
-        "rotation; doubled on each further failure up to 10 times this (0: never taken out)",
-    )
-    max_reply_bytes: int = Field(
-        default=8 * 2**20, gt=0, description="the largest reply read (default 8 MiB); a larger one is a failed call"
-    )
-    batch: bool = Field(
-        default=False,
-        description="send each round of every question in flight as provider batches (the Batch API: half "
-        "the price, replies within 24 h) instead of live calls (--batch turns it on for a run)",
-    )
-    batch_poll_s: float = Field(default=30.0, gt=0, description="with batch: how often a pending batch is polled")
-    batch_deadline_s: float = Field(
-        default=25 * 3600.0,
-        gt=0,
-        description="with batch: a batch not ended this long after it was sent is cancelled, and its "
-        "requests are question errors (--retry-errors sends them again)",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_determinism_promised(cls, data: Any) -> Any:
-        """``deterministic`` is refused by name: a server moot does not run batches requests as it likes."""
-        if isinstance(data, dict) and data.get("deterministic"):
-            raise PydanticCustomError(
-                "not_deterministic",
-                "deterministic: an openai backend's server batches requests as it is set up to, so moot cannot "
-                "promise that a rerun gives the same replies; use the local backend with deterministic = true",
-            )
-        return data
-
-    @field_validator("base_url", mode="before")
-    @classmethod
-    def _one_or_several(cls, value: Any) -> Any:
-        """A list of URLs as a tuple; a list of one as that URL; an empty or repeating list is refused."""
-        if not isinstance(value, list | tuple):
-            return value
-        if not value:
-            raise ValueError("an empty list of URLs: give one URL, or the URLs of the endpoints")
-        if any(not isinstance(url, str) or not url.strip() for url in value):
-            raise ValueError("every URL of the list must be a non-empty string")
-        repeated = next((url for i, url in enumerate(value) if url in value[:i]), None)
-        if repeated is not None:
-            raise ValueError(f"the list names {redact(repeated)} twice")
-        return value[0] if len(value) == 1 else tuple(value)
-
-    @field_serializer("base_url", when_used="json")
-    def _redacted_url(self, base_url: str | tuple[str, ...] | None) -> str | list[str] | None:
-        """Stored (and fingerprinted) without the credentials it may carry (user:password@, ?api-key=)."""
-        if isinstance(base_url, tuple):
-            return [redact(url) for url in base_url]
-        return None if base_url is None else redact(base_url)
-
-    @property
-    def base_urls(self) -> tuple[str, ...]:
-        """Every endpoint's URL, in the order given (none when no URL is given)."""
-        if isinstance(self.base_url, tuple):
-            return self.base_url
-        return () if self.base_url is None else (self.base_url,)
-
-    def build(self) -> Backend:
-        from moot.backends.openai_api import OpenAIBackend
-
-        return OpenAIBackend(self)
-
-    def model_name(self) -> str:
-        return self.model or "server-default"
-
-    def describe(self) -> str:
-        return f"{self.model_name()} at {', '.join(redact(url) for url in self.base_urls) or None}"
+# the openai kind's config is defined beside its backend (moot.backends.openai_config); imported here, so that the
+# built-in kinds register in this order: local, vllm, llama-cpp, openai, hf, scripted
+from moot.backends.openai_config import OpenAIBackendConfig as OpenAIBackendConfig  # noqa: E402
 
 
 @register_backend

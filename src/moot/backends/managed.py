@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from moot.backends.base import GenerationRequest, Reply, Sample
-from moot.backends.config import OpenAIBackendConfig
 from moot.backends.engine_record import EngineRecord
 from moot.backends.openai_api import OpenAIBackend
+from moot.backends.openai_config import OpenAIBackendConfig
 from moot.errors import BackendError, ConfigError
 
 ALIAS = "moot-local"  # the model's name on a server moot runs

@@ -47,37 +47,63 @@ With one endpoint nothing is taken out of rotation: its failures are retried wit
 ``check`` reaches every endpoint and verifies that each serves the model (the configured one, or the
 one model of the first endpoint); an error names the endpoint that does not. Every sample records the
 endpoint that answered it (``Sample.endpoint``, its URL with credentials masked).
+
+The kind's config is moot.backends.openai_config; what a reply must be and how it is read,
+moot.backends.openai_replies; how a server is reached (an endpoint's record, the SDK's HTTP client),
+moot.backends.openai_transport; token accounting, moot.backends.openai_usage.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import importlib
-import json
-import math
 import os
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
-from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
-from urllib.parse import SplitResult, parse_qsl, urljoin, urlsplit, urlunsplit
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from moot.backends.base import CALL_SESSION, GenerationRequest, Reply, Sample, TokenLogprob
 from moot.backends.batches import Batcher, Ledger
-from moot.backends.config import OpenAIBackendConfig
 from moot.backends.engine_record import EngineRecord
 from moot.backends.local import sample_seed
+from moot.backends.openai_replies import (
+    _check_logprobs,
+    _Choice,
+    _Completion,
+    _Failure,
+    _json,
+    _ModelList,
+    _short,
+    _Usage,
+    _validated,
+)
+from moot.backends.openai_transport import (
+    Send,
+    _connection_error,
+    _count,
+    _Endpoint,
+    _http_client,
+    _http_library,
+    _list_models,
+    _model_ids,
+    _redirected,
+    _retry_after,
+    _root_url,
+)
+from moot.backends.openai_usage import _Cost, _tokens
 from moot.backends.reasoning import split_reasoning
 from moot.backends.routing import OVERLOAD_STATUSES, PrefixMap, TokenBudget, Window, affine
 from moot.errors import BackendError, ConfigError
 from moot.redact import redact, redact_secrets, register_secret, register_url_secrets
 from moot.trace import sample_record
+
+if TYPE_CHECKING:
+    from moot.backends.openai_config import OpenAIBackendConfig
 
 # Local servers accept any key; the SDK refuses to start without one.
 PLACEHOLDER_KEY = "no-key"
@@ -93,134 +119,6 @@ SERVER_CONCURRENCY = {"vllm": 256, "sglang": 256}
 PROPS_TIMEOUT_S = 10.0  # GET /props is a server's answer about itself: it is quick or it is not there
 MAX_COOLDOWN_FACTOR = 10  # a cool-down doubles up to this many times cooldown_s
 RECHECK_S = 1.0  # with several endpoints, a waiting request looks again at least this often
-MAX_COUNT = 2**53  # a token count is below this: beyond it no count is exact in a float, or fits a store
-LOGPROB_SLACK = 1e-6  # a log-probability may pass 0 by a float's rounding, no more
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of a lone "\\ud800"
-
-
-# -- what a reply must be (extra fields are ignored; types are strict: "12" is not a token count) --------
-class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
-
-    @field_validator("*")
-    @classmethod
-    def _no_lone_surrogates(cls, value: Any) -> Any:
-        """Every text of a reply storable and printable (see ``_readable``)."""
-        return _readable(value) if isinstance(value, str) else value
-
-
-_Count = Annotated[int, Field(ge=0, lt=MAX_COUNT)]
-
-
-class _Token(_Strict):
-    token: str
-    logprob: float = Field(allow_inf_nan=False, le=LOGPROB_SLACK)
-
-
-class _Logprobs(_Strict):
-    content: list[_Token] | None = None
-
-
-class _Message(_Strict):
-    content: str | None = None
-    reasoning_content: str | None = None  # vLLM, SGLang, llama-server (--reasoning-format), DeepSeek
-    reasoning: str | None = None  # vLLM's newer name, OpenRouter
-
-
-class _Choice(_Strict):
-    message: _Message
-    finish_reason: str | None = None
-    logprobs: _Logprobs | None = None
-
-
-class _Details(_Strict):
-    reasoning_tokens: _Count | None = None
-
-
-class _PromptDetails(_Strict):
-    cached_tokens: _Count | None = None  # prompt tokens the server had cached (OpenAI, vLLM, llama-server)
-
-
-class _Usage(_Strict):
-    prompt_tokens: _Count = 0
-    completion_tokens: _Count = 0
-    completion_tokens_details: _Details | None = None
-    prompt_tokens_details: _PromptDetails | None = None
-
-
-class _Completion(_Strict):
-    choices: list[_Choice] = Field(min_length=1)
-    usage: _Usage | None = None
-    timings: Any = None  # llama-server's own: prompt and generation times (read only by --trace)
-
-
-class _ModelEntry(_Strict):
-    id: str
-    owned_by: Any = None  # "vllm", "sglang", "llamacpp", "openai", ...: sizes an endpoint (SERVER_CONCURRENCY)
-    max_model_len: Any = None  # vLLM's context window, tokens
-
-
-class _ModelList(_Strict):
-    data: list[_ModelEntry]
-
-
-class _Failure(Exception):
-    """A failed attempt: what to report, whether to try again, the server's Retry-After, and whether the
-    endpoint itself is failing (a connection error, a timeout, a 5xx: it is taken out of rotation)."""
-
-    def __init__(
-        self,
-        message: str,
-        retry: bool,
-        retry_after: float | None = None,
-        status: int | None = None,
-        down: bool = False,
-    ):
-        message = _readable(message)
-        super().__init__(message)
-        self.message = message
-        self.retry = retry
-        self.retry_after = retry_after
-        self.status = status
-        self.down = down
-
-
-@dataclass(eq=False)
-class _Endpoint:
-    """One server of the backend: its client and its place in the rotation."""
-
-    url: str  # credentials masked: what messages, the model id and the store show
-    client: Any  # openai.AsyncOpenAI
-    props_url: str  # where llama-server says how many slots it has
-    tokenize_url: str  # where llama-server and vLLM tokenize a text
-    version_url: str  # where vLLM says its version
-    window: Window  # requests in flight at most: its cap, less while it answers 'overloaded'
-    in_flight: int = 0
-    failures: int = 0  # cool-downs since its last answer: the next one lasts twice as long
-    down_until: float = 0.0  # time.monotonic() at which it returns to rotation
-    epoch: int = 0  # cool-downs so far: an attempt sent before the latest neither extends nor ends it
-    last_error: str = ""
-    owners: frozenset[str] = frozenset()  # its model list's owned_by: which kind of server it is
-    context: int | None = None  # its model list's max_model_len (vLLM's), tokens
-
-    def load(self) -> float:
-        return self.in_flight / self.window.limit
-
-    def load_with_one_more(self) -> float:
-        return (self.in_flight + 1) / self.window.limit
-
-
-@dataclass(frozen=True)
-class _Cost:
-    """What one sample may spend of ``tokens_per_minute``: its prompt's estimate and ``max_tokens``, and how
-    to read what it spent from its read reply (None: the reply does not say)."""
-
-    prompt: int
-    max_tokens: int
-    spent: Callable[[Any], int | None]
-
-
-Send = Callable[[Any], Awaitable[Any]]  # one request, given the endpoint's SDK client
 T = TypeVar("T")
 
 
@@ -363,7 +261,7 @@ class OpenAIBackend:
 
     async def _server_models(self, endpoint: _Endpoint) -> list[str]:
         def read(raw: Any, endpoint: _Endpoint) -> list[str]:
-            return _model_ids(self._validated(raw, _ModelList, endpoint.url), endpoint)
+            return _model_ids(_validated(raw, _ModelList, endpoint.url), endpoint)
 
         models: list[str]
         models, _ = await self._attempts(_list_models, read, endpoint=endpoint)
@@ -374,7 +272,7 @@ class OpenAIBackend:
 
         def read(raw: Any, endpoint: _Endpoint) -> list[str] | None:
             try:
-                return _model_ids(self._validated(raw, _ModelList, endpoint.url), endpoint)
+                return _model_ids(_validated(raw, _ModelList, endpoint.url), endpoint)
             except _Failure:
                 return None
 
@@ -517,7 +415,7 @@ class OpenAIBackend:
             return choice, completion.usage
 
         def read(raw: Any, endpoint: _Endpoint) -> tuple[_Choice, _Usage | None, _Endpoint]:
-            return *check(self._validated(raw, _Completion, endpoint.url), endpoint.url), endpoint
+            return *check(_validated(raw, _Completion, endpoint.url), endpoint.url), endpoint
 
         def spent(value: tuple[_Choice, _Usage | None, _Endpoint]) -> int | None:
             usage = value[1]
@@ -810,39 +708,6 @@ class OpenAIBackend:
         except Exception as exc:  # the SDK's other errors, and its HTTP library's on a reply it cannot take
             raise _Failure(f"{url}: {type(exc).__name__}: {_short(str(exc))}", retry=True) from None
 
-    def _validated(self, raw: Any, shape: type[_Strict], url: str) -> Any:
-        """The reply's JSON body as ``shape``, or a retryable _Failure saying what is wrong with it."""
-        content_type = str(raw.headers.get("content-type", ""))
-        body: bytes = raw.content
-        if "json" not in content_type.lower():
-            excerpt = _short(body.decode("utf-8", "replace"), 80)
-            shown = content_type or "no content type"
-            raise _Failure(f"{url} returned {shown}, not JSON (HTTP {raw.status_code}): {excerpt}", True)
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _Failure(
-                f"{url} returned a reply that is not valid UTF-8 ({exc.reason} at byte {exc.start})", True
-            ) from None
-        try:
-            data = json.loads(text)
-            if isinstance(data, dict) and "error" in data and "choices" not in data and "data" not in data:
-                error = data["error"]
-                message = error.get("message", error) if isinstance(error, dict) else error
-                raise _Failure(f"{url} returned an error: {_short(str(message))}", True)
-            return shape.model_validate(data)
-        except json.JSONDecodeError as exc:
-            where = f"{exc.msg}, character {exc.pos} of {len(text)}"
-            raise _Failure(f"{url} returned a reply that is not valid JSON, truncated? ({where})", True) from None
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "the reply"
-            raise _Failure(f"{url} returned a malformed reply ({where}: {first['msg']})", True) from None
-        except ValueError as exc:  # a number of more than 4,300 digits
-            raise _Failure(f"{url} returned a reply that moot cannot read ({_short(str(exc))})", True) from None
-        except RecursionError:  # json.loads (or str) of brackets nested thousands deep
-            raise _Failure(f"{url} returned a reply nested too deeply to read", True) from None
-
     async def _wait_for_rate(self) -> None:
         """Space request starts by 60 / requests_per_minute seconds (over all endpoints)."""
         if not self._interval:
@@ -868,183 +733,3 @@ async def _each(calls: Iterable[Awaitable[T]]) -> list[T]:
         if isinstance(result, BaseException):
             raise result
     return results  # type: ignore[return-value]
-
-
-def _model_ids(listed: _ModelList, endpoint: _Endpoint) -> list[str]:
-    """The ids of a model list, noting on ``endpoint`` who owns them (its kind of server)."""
-    endpoint.owners = frozenset(str(m.owned_by).lower() for m in listed.data if m.owned_by is not None)
-    endpoint.context = next((m.max_model_len for m in listed.data if _count(m.max_model_len)), None)
-    return [m.id for m in listed.data]
-
-
-def _count(value: Any) -> bool:
-    """``value`` is a positive int (not a bool): a server's count of slots or tokens that can be taken."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def _list_models(client: Any) -> Awaitable[Any]:
-    return client.models.with_raw_response.list()
-
-
-def _check_logprobs(choice: _Choice, usage: _Usage | None, request: GenerationRequest, url: str) -> None:
-    """The log-probabilities asked for are there, one per generated token where that can be told: real
-    servers send fewer for a stop string's tokens (llama-server), for the end token (llama-cpp-python,
-    finish_reason "stop") and for a reasoning model's thinking (counted in ``completion_tokens``)."""
-    tokens = choice.logprobs.content if choice.logprobs is not None else None
-    if tokens is None:
-        raise _Failure(f"{url} returned no log-probabilities although they were asked for", retry=False)
-    details = usage.completion_tokens_details if usage is not None else None
-    message = choice.message
-    if (
-        usage is None
-        or "completion_tokens" not in usage.model_fields_set
-        or request.stop
-        or message.reasoning_content
-        or message.reasoning
-        or (details is not None and details.reasoning_tokens)
-    ):
-        return
-    unscored = 1 if choice.finish_reason == "stop" else 0
-    if len(tokens) < usage.completion_tokens - unscored:
-        count = f"{len(tokens)} log-probabilities for {usage.completion_tokens} generated tokens"
-        raise _Failure(f"{url} returned {count}", retry=True)
-
-
-def _http_client(url: str, limit: int) -> Any:
-    """The SDK's HTTP client for the endpoint at ``url``, but that it follows no redirect (``_send`` names
-    it), asks for replies uncompressed and refuses a compressed one, and reads none beyond ``limit`` bytes:
-    each refusal is a failed call, not retried."""
-    import openai
-
-    async def bound(response: Any) -> None:
-        """Called with each reply's status and headers, before its body is read."""
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
-            raise _Failure(f"{url} sent a {encoding}-encoded reply, though moot asks for replies uncompressed", False)
-        response.stream = _bounded_stream()(response.stream, limit, url)
-
-    return openai.DefaultAsyncHttpxClient(
-        follow_redirects=False, headers={"Accept-Encoding": "identity"}, event_hooks={"response": [bound]}
-    )
-
-
-def _http_library() -> Any:
-    """The HTTP library the SDK is built on: httpx2 from openai 3 on, httpx before (alike in what moot uses)."""
-    try:
-        return importlib.import_module("httpx2")
-    except ModuleNotFoundError:  # pragma: no cover - openai before 3
-        return importlib.import_module("httpx")
-
-
-@functools.cache
-def _bounded_stream() -> type:
-    """The body of a reply as read, failing once it passes a limit (made on first use: the HTTP library is
-    loaded with the SDK, not with moot)."""
-
-    class Bounded(_http_library().AsyncByteStream):  # type: ignore[misc]
-        def __init__(self, stream: Any, limit: int, url: str):
-            self._stream, self._limit, self._url = stream, limit, url
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            read = 0
-            async with contextlib.aclosing(aiter(self._stream)) as chunks:
-                async for chunk in chunks:
-                    read += len(chunk)
-                    if read > self._limit:
-                        raise _Failure(_too_large(self._url, self._limit), retry=False)
-                    yield chunk
-
-        async def aclose(self) -> None:
-            await self._stream.aclose()
-
-        @property
-        def elapsed(self) -> Any:  # what the response reports as its time, once read
-            return getattr(self._stream, "elapsed", None)
-
-    return Bounded
-
-
-def _too_large(url: str, limit: int) -> str:
-    """What a reply past the bound is refused with: the bound in its largest whole unit."""
-    units = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("bytes", 1))
-    unit, size = next((unit, size) for unit, size in units if limit % size == 0)
-    return f"{url} sent a reply larger than {limit // size:,} {unit}"
-
-
-def _redirected(url: str, response: Any) -> str:
-    """What a redirect is refused with: where it points (resolved, credentials masked), if it says."""
-    location = response.headers.get("location")
-    target = ""
-    if location:
-        try:
-            target = " to " + _short(redact(urljoin(str(response.url), location)))
-        except ValueError:  # not a URL
-            target = " to " + _short(redact(location))
-    return (
-        f"{url} answered HTTP {response.status_code} (a redirect{target}); "
-        "moot does not follow redirects: give the final URL as base_url"
-    )
-
-
-def _connection_error(exc: BaseException) -> str:
-    """The SDK's "Connection error." with what its HTTP library or the system said (the last exception of the
-    chain that says something: "[Errno 111] Connect call failed", "Name or service not known", a TLS failure)."""
-    said, cause = "", exc.__cause__ or exc.__context__
-    for _ in range(10):  # a chain, not a cycle
-        if cause is None:
-            break
-        said = str(cause) or said
-        cause = cause.__cause__ or cause.__context__
-    return f"{str(exc).rstrip('.')}: {_short(said)}" if said else str(exc)
-
-
-def _readable(text: str) -> str:
-    """``text`` with each lone surrogate (which no store or terminal can write) as U+FFFD."""
-    return LONE_SURROGATE.sub("\ufffd", text)
-
-
-def _json(text: str) -> Any:
-    """``text`` as JSON; None where it is none, or too deep or too long to read."""
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError, RecursionError):
-        return None
-
-
-def _root_url(parts: SplitResult, name: str) -> str:
-    """A server's own endpoint beside the API (llama-server's ``/props``, its and vLLM's ``/tokenize``): at
-    the base URL without its trailing /v1."""
-    root = parts.path.rstrip("/").removesuffix("/v1")
-    return urlunsplit(parts._replace(path=f"{root}/{name}", query="", fragment=""))
-
-
-def _tokens(data: Any) -> tuple[int, list[str] | None] | None:
-    """The token count and pieces of a ``/tokenize`` answer: llama-server's ``tokens`` of ``{id, piece}``
-    (``with_pieces``), vLLM's ``tokens`` of ids (no pieces); None for any other answer."""
-    tokens = data.get("tokens") if isinstance(data, dict) else None
-    if not isinstance(tokens, list):
-        return None
-    if all(isinstance(t, dict) and isinstance(t.get("piece"), str) for t in tokens):
-        return len(tokens), [t["piece"] for t in tokens]
-    if all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
-        return len(tokens), None
-    return None
-
-
-def _retry_after(headers: Any) -> float | None:
-    """The server's wait in seconds (retry-after-ms, then retry-after), if it gives a positive one."""
-    for header, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(header)
-        if value is None:
-            continue
-        try:
-            delay = float(value) / divisor
-        except ValueError:
-            continue
-        return delay if math.isfinite(delay) and delay > 0 else None
-    return None
-
-
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -40,6 +40,7 @@ class StopReason(str):
     MODERATOR_PREFERENCE: ClassVar[StopReason]  # stopping 'moderator' (moot 0.1)
     MODERATOR_CONFIDENT: ClassVar[StopReason]  # stopping 'moderator_confidence'
     DATASET_STABLE: ClassVar[StopReason]  # stopping 'stability': the agreement over all questions settled
+    GATE_SKIP: ClassVar[StopReason]  # stopping 'learned-gate': the gate kept round 0's answer (no debate)
 
     def __repr__(self) -> str:
         return f"StopReason({str.__repr__(self)})"
@@ -54,6 +55,7 @@ StopReason.MODERATOR_ANSWER = StopReason("moderator_answer")
 StopReason.MODERATOR_PREFERENCE = StopReason("moderator_preference")
 StopReason.MODERATOR_CONFIDENT = StopReason("moderator_confident")
 StopReason.DATASET_STABLE = StopReason("dataset_stable")
+StopReason.GATE_SKIP = StopReason("gate_no_debate")
 
 
 @dataclass(frozen=True)

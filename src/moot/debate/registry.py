@@ -62,6 +62,10 @@ class Component(BaseModel):
     def check(self, protocol: Any) -> None:
         """Raise ValueError if it cannot work with the rest of ``protocol`` (a ProtocolSpec)."""
 
+    def check_task(self, task: Any) -> None:
+        """Raise ConfigError if it cannot work on ``task`` (a gate trained on another task); called for each task of
+        an experiment when its conditions are resolved."""
+
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
@@ -104,13 +108,18 @@ def _where(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _discover() -> None:
-    """Import every built-in component module once (each registers its rules)."""
-    import moot.debate.components as components
-    import moot.debate.schedules as schedules
+BUILT_IN = ("moot.debate.components", "moot.debate.schedules")  # the packages whose modules hold moot's own rules
 
-    for package in (components, schedules):
-        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+
+def _discover() -> None:
+    """Import every module of the ``BUILT_IN`` packages once (each registers the rules it defines, where it
+    defines them): found on disk, imported by name, so this registry imports no rule's module itself."""
+    for package in BUILT_IN:
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.submodule_search_locations is None:
+            raise RuntimeError(f"moot's component package {package} is missing")
+        importlib.import_module(package)
+        for info in pkgutil.walk_packages(spec.submodule_search_locations, package + "."):
             importlib.import_module(info.name)
 
 
@@ -242,8 +251,6 @@ def template_hashes() -> dict[str, str]:
     import hashlib
     import inspect
 
-    import moot.debate.schedules.liang
-    import moot.debate.schedules.peer  # noqa: F401
     from moot.tasks import TASKS, load_installed, new_task
     from moot.tasks.datafile import ChoiceFileTask, NumberFileTask, TextFileTask
 

@@ -572,10 +572,18 @@ def resolve(
     built = build_tasks(config, where) if tasks is None else tasks
     judged = any(getattr(task, "metric_uses_judge", False) for task in built)
     presets = resolve_presets(config.presets)
-    return tuple(
+    conditions = tuple(
         resolve_condition(c, config.agent, locate("conditions", i), presets, judged_tasks=judged)
         for i, c in enumerate(config.conditions)
     )
+    for i, condition in enumerate(conditions):
+        for task in built:
+            for component in condition.protocol.components():
+                try:
+                    component.check_task(task)
+                except ConfigError as exc:
+                    raise ConfigError(f"{locate('conditions', i)}: {exc}") from None
+    return conditions
 
 
 def results_fingerprint(config: ExperimentConfig, conditions: tuple[ResolvedCondition, ...]) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import Field
 
-from moot.backends.base import Backend, BackendConfig, served_model
+from moot.backends.base import Backend, served_model
+from moot.backends.config import BackendConfig
 from moot.debate.agents import Agent
 from moot.debate.components.history import HISTORY_MODE
 from moot.debate.components.stopping import Stopping

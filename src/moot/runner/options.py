@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from moot.backends.config import backend_kinds, parse_backend
 from moot.debate.agents import Sampling
-from moot.debate.components.aggregation import TieRule
+from moot.debate.components.aggregation import TIE_RULES, TieRule
 from moot.debate.protocols import COMPONENT_FIELDS, resolve_protocol
 from moot.errors import ConfigError, MootError
 from moot.limits import SEED_RANGE, safe_name
@@ -23,8 +23,6 @@ from moot.runner.config import (
     _format_error,
     resolve,
 )
-
-TIE_RULES = ("first", "random", "abstain")
 
 
 class AgentOptions(BaseModel):

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from moot.debate.components.aggregation import TieRule
+from moot.debate.components.aggregation import TIE_RULES, TieRule
 from moot.debate.components.topology import Full, Topology
 from moot.errors import ConfigError
 
@@ -41,7 +41,6 @@ Selection = Literal["distinct", "balanced"]
 WEIGHTINGS: tuple[str, ...] = ("none", "confidence")
 INITS: tuple[str, ...] = ("random", "diverse")
 SELECTIONS: tuple[str, ...] = ("distinct", "balanced")
-TIE_RULES: tuple[str, ...] = ("first", "random", "abstain")
 
 
 def _choice(value: str, allowed: tuple[str, ...], what: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from pydantic import Field
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from moot.debate.context import Debate
 
 TieRule = Literal["first", "random", "abstain"]
+TIE_RULES: tuple[str, ...] = get_args(TieRule)  # the tie rules, in the order they are documented
 
 
 def majority_vote(answers: Sequence[str | None], tie_rule: TieRule = "first", seed: int = 0) -> Vote:

@@ -411,7 +411,7 @@ class RunStore:
             config = m["config"]
             per_seed = sum(self._selected(t) for t in config["tasks"])
             if m.get("shard") is not None:  # a shard's store plans its own questions only
-                from moot.runner.shards import Shard
+                from moot.runner.store.shard import Shard
 
                 shard = Shard.from_meta(m["shard"])
                 per_seed = shard.size(per_seed) if shard is not None else per_seed

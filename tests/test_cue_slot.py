@@ -104,10 +104,14 @@ def test_a_built_in_cue_keeps_its_own_slot_and_an_unknown_one_is_named() -> None
 
 
 def test_an_empty_slot_leaves_every_dump_as_it_was_and_a_given_one_reads_back() -> None:
-    """No preset's dump (and so no stored condition, fingerprint or experiment hash) gains a key."""
+    """No dump of a preset without a further cue (and so no stored condition, fingerprint or experiment hash)
+    gains a key; a preset that sets one (free-mad's anti-conformity) dumps it under ``cues``."""
     assert "cues" in COMPONENT_FIELDS and "extra_cues" not in COMPONENT_FIELDS
     for preset in PRESETS.values():
-        assert not {"cues", "extra_cues"} & set(preset.model_dump(mode="json"))
+        keys = set(preset.model_dump(mode="json"))
+        assert "extra_cues" not in keys and ("cues" in keys) == bool(preset.extra_cues), preset.name
+    assert [c.kind for c in PRESETS["free-mad"].extra_cues] == ["anti-conformity"]
+    assert sum(1 for preset in PRESETS.values() if not preset.extra_cues) == len(PRESETS) - 1
     protocol = resolve_protocol("society", components={"cues": [{"kind": "test-marked", "mark": "X"}]})
     dumped = protocol.model_dump(mode="json")
     assert dumped["cues"] == [{"kind": "test-marked", "mark": "X"}] and "extra_cues" not in dumped

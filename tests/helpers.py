@@ -1,6 +1,6 @@
-"""Shared test helpers: scripted agents for protocol-logic tests, stored runs written with the scripted backend
-(``run``, ``write_store``; tests/conftest.py's ``write_run`` fixture writes one per module), and a direct read of
-a store (``query``)."""
+"""Shared test helpers: scripted agents for protocol-logic tests; stored runs (``arithmetic_experiment``'s table,
+run by ``run``, or by ``write_store`` with scripted models registered meanwhile; tests/conftest.py's ``write_run``
+fixture writes one per module); and a direct read of a store (``query``)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from moot.backends.llama_server import ALIAS, ManagedServer
 from moot.models import resolve_model_path
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 
 ROUTINGS = ("least-loaded", "affinity")

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' serve
 
 from moot.backends.llama_server import ALIAS, ManagedServer
 from moot.models import resolve_model_path
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 from tests.helpers import query
 from tests.integration.servers import BatchServer

@@ -15,9 +15,10 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import Experiment, RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import Experiment, run_experiment
 from moot.runner.plan import plan_experiment
+from moot.runner.session import RunOptions
 
 PRICE = {"prompt": 0.15, "completion": 0.60}  # notional US dollars per million tokens
 

@@ -121,7 +121,7 @@ async def script_driver(
 
 def questions_of(count: int) -> list[tuple[str, str, str | None]]:
     from moot.runner.config import TaskSelection
-    from moot.runner.experiment import select_questions
+    from moot.runner.units import select_questions
     from moot.tasks import get_task
 
     task = get_task("arithmetic")

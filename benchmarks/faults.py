@@ -28,8 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fault proxy
 
 from moot.models import REGISTRY, TEST_MODEL, assemble
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import run_experiment
+from moot.runner.session import RunOptions
 from tests.integration.servers import (
     FAULT_KINDS,
     SERVER_KEY,

@@ -33,7 +33,7 @@ TEMPLATE = 50  # questions run for real; the others are copies of them
 
 
 def template_run(path: Path, questions: int) -> None:
-    from moot.runner.config import parse_experiment
+    from moot.runner.config_files import parse_experiment
     from moot.runner.experiment import run_experiment
 
     config = parse_experiment(

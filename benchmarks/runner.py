@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 
 CONDITIONS = [

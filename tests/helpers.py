@@ -16,8 +16,10 @@ import pytest
 from moot.backends.config import ScriptedBackendConfig
 from moot.backends.scripted import SCRIPTED_MODELS, Responder, ScriptedBackend
 from moot.debate.agents import Agent, AgentSpec
-from moot.runner.config import ExperimentConfig, parse_experiment
-from moot.runner.experiment import RunOptions, RunOutcome, run_experiment
+from moot.runner.config import ExperimentConfig
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import run_experiment
+from moot.runner.session import RunOptions, RunOutcome
 
 SCRIPTED = ScriptedBackendConfig()
 

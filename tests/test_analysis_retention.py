@@ -18,7 +18,7 @@ from moot.analysis.render import print_report, report_markdown
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import SCRIPTED_MODELS, seeded_numbers
 from moot.debate.embeddings import MEASURE, embedding_diversity
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from tests import helpers
 from tests.helpers import WriteRun, arithmetic_experiment, query
 

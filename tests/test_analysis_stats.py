@@ -17,22 +17,24 @@ from moot.analysis.formatting import fixed, interval, p_value
 from moot.analysis.stats import (
     bootstrap_mean,
     cochran_q,
-    cochran_q_repeats,
-    compare_metric,
     compare_paired,
-    compare_repeats,
     compare_rounds,
-    compare_rounds_repeats,
-    friedman,
     holm,
     matched_odds_ratio,
     mcnemar_exact,
+    sign_test,
+    wilson,
+)
+from moot.analysis.stats_repeats import (
+    cochran_q_repeats,
+    compare_metric,
+    compare_repeats,
+    compare_rounds_repeats,
+    friedman,
     metric_summary,
     question_accuracy,
     seed_spread,
-    sign_test,
     wilcoxon_signed_rank,
-    wilson,
 )
 
 N = 100  # questions in every condition of the study

@@ -32,7 +32,8 @@ from moot.cli import app
 from moot.debate.agents import AgentSpec
 from moot.debate.registry import STORED, load_plugin
 from moot.errors import ConfigError
-from moot.runner.config import experiment_hash, fingerprint_hash, load_experiment, results_fingerprint
+from moot.runner.config_files import load_experiment
+from moot.runner.config_resolve import experiment_hash, fingerprint_hash, results_fingerprint
 from moot.runner.options import AgentOptions
 from moot.runner.store import RunStore
 

@@ -25,7 +25,8 @@ from moot.backends.local import LocalBackend
 from moot.backends.openai_api import OpenAIBackend
 from moot.backends.scripted import ScriptedBackend
 from moot.errors import ConfigError
-from moot.runner.config import AgentTemplate, load_experiment
+from moot.runner.config import AgentTemplate
+from moot.runner.config_files import load_experiment
 
 # every option of every kind, as runs stored before the variants dumped a backend
 OLD_DUMP: dict[str, Any] = {

@@ -20,7 +20,8 @@ import pytest
 
 from moot.backends import batches, openai_api
 from moot.backends.batches import custom_id
-from moot.runner.config import Price, parse_experiment
+from moot.runner.config import Price
+from moot.runner.config_files import parse_experiment
 from moot.runner.records import StoredCall
 from moot.runner.summary import usage
 from tests.helpers import query, run
@@ -98,7 +99,7 @@ def test_the_run_option_batches_every_openai_backend_and_is_not_part_of_the_resu
     server: BatchServer, tmp_path: Path
 ) -> None:
     data = table(server.url)
-    from moot.runner.experiment import default_output
+    from moot.runner.store_paths import default_output
 
     assert default_output(parse_experiment(data)) == default_output(parse_experiment(data | {"batch": True}))
     outcome = run(data | {"batch": True}, tmp_path / "run.sqlite")

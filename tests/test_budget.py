@@ -15,21 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from moot.analysis import AnalysisError
-from moot.analysis.budget import (
-    SignFlip,
-    Spend,
-    VoteAtK,
-    VotePool,
-    check_measure,
-    default_pool,
-    equal_budget,
-    equal_budget_table,
-    matched_pool_names,
-    request_signature,
-    sign_flip_test,
-    vote_at_k,
-    vote_probabilities,
-)
+from moot.analysis.budget import equal_budget, equal_budget_table
+from moot.analysis.budget_costs import Spend, check_measure
+from moot.analysis.budget_estimators import SignFlip, sign_flip_test, vote_probabilities
+from moot.analysis.budget_matching import default_pool, matched_pool_names, request_signature
+from moot.analysis.budget_pools import VoteAtK, VotePool, vote_at_k
 from moot.analysis.cli import app
 from moot.analysis.frontier import beaten_by, dominated, frontier
 from moot.analysis.plots import plots
@@ -261,7 +251,7 @@ POOLED: list[dict[str, object]] = [
 
 def test_the_report_shows_vote_at_k_and_the_equal_budget_table(tmp_path: Path) -> None:
     """A run with a pool (vote of 6 agents) and a debate (society 3 x 2): ``moot report`` shows vote@k for
-    k = 1..6 with budget.vote_at_k's accuracies and society's row against vote@k at equal tokens, and the
+    k = 1..6 with budget_pools.vote_at_k's accuracies and society's row against vote@k at equal tokens, and the
     accuracy-cost frontier plot; a run without a pool of K >= 2 shows neither table nor plot."""
     path = make_run(tmp_path / "pooled.sqlite", questions=6, conditions=POOLED)
     report = build_report(path, resamples=200)
@@ -367,7 +357,7 @@ def test_a_pool_still_being_made_gives_way_to_one_with_answers(tmp_path: Path) -
     """A run whose vote of 6 has no stored answers yet (its session has not reached it) votes from its vote of
     3 in the report, in ``moot compare --budget`` and in ``moot results``'s summary; once the 6 are stored,
     they are the pool."""
-    from moot.analysis.results import summarise
+    from moot.analysis.results_summaries import summarise
 
     conditions: list[dict[str, object]] = [
         {"name": "vote", "protocol": "vote", "agents": 3},

@@ -27,7 +27,8 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from moot.analysis.budget import equal_budget, priced
+from moot.analysis.budget import equal_budget
+from moot.analysis.budget_costs import priced
 from moot.analysis.cli import app
 from moot.backends.base import GenerationRequest, Message, Reply, Sample
 from moot.backends.config import OpenAIBackendConfig

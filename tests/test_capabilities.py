@@ -17,12 +17,14 @@ from moot.debate import run_debate
 from moot.debate.components.initializers import Diverse, Independent, Initializer
 from moot.debate.components.stopping import Stopping
 from moot.debate.context import Debate
-from moot.debate.protocols import PRESETS, ProtocolSpec, resolve_protocol
+from moot.debate.protocol_presets import PRESETS, resolve_protocol
+from moot.debate.protocols import ProtocolSpec
 from moot.debate.records import DebateResult, FinalStatus, PoolRecord, RoundRecord, StopReason, Turn, Vote
 from moot.debate.registry import _REGISTRY, STORED, register
 from moot.debate.schedules import SLOTS, Schedule
 from moot.errors import ConfigError
-from moot.runner.config import experiment_hash, load_experiment
+from moot.runner.config_files import load_experiment
+from moot.runner.config_resolve import experiment_hash
 from moot.runner.store import RunStore
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import Question, TaskBase

@@ -225,7 +225,8 @@ def test_a_helper_judge_defaults_to_the_first_agents_backend_and_sampling() -> N
     """The papers' code samples every role alike (Liang: temperature 0 for all; the stopping study: 0.0
     throughout; DAR: the filter as the agents), so a protocol's helper samples as agent 1 unless the
     condition's judge table says otherwise; a judge that only scores a task samples greedily."""
-    from moot.runner.config import parse_experiment, resolve
+    from moot.runner.config_files import parse_experiment
+    from moot.runner.config_resolve import resolve
 
     config = parse_experiment(
         {

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from moot.errors import ConfigError
-from moot.runner.config import load_experiment, parse_experiment, resolve
+from moot.runner.config_files import load_experiment, parse_experiment
+from moot.runner.config_resolve import resolve
 
 MINIMAL = {
     "tasks": [{"name": "arithmetic", "count": 3}],

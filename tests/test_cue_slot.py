@@ -13,7 +13,8 @@ import pytest
 from moot.calls import Caller
 from moot.debate import run_debate
 from moot.debate.components.cues import Cue
-from moot.debate.protocols import COMPONENT_FIELDS, PRESETS, ProtocolSpec, resolve_protocol
+from moot.debate.protocol_presets import COMPONENT_FIELDS, PRESETS, resolve_protocol
+from moot.debate.protocols import ProtocolSpec
 from moot.debate.records import RoundRecord, Turn
 from moot.debate.registry import _REGISTRY, STORED, Unregistered, register
 from moot.errors import ConfigError

@@ -15,7 +15,9 @@ from typer.testing import CliRunner
 
 from moot.cli import app
 from moot.errors import ConfigError
-from moot.runner.config import TaskSelection, experiment_hash, load_experiment, parse_experiment, task_of
+from moot.runner.config import TaskSelection, task_of
+from moot.runner.config_files import load_experiment, parse_experiment
+from moot.runner.config_resolve import experiment_hash
 from moot.runner.options import AgentOptions, FileTaskOptions
 from moot.runner.store import RunStore
 from moot.tasks.base import ParseStatus

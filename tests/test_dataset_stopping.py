@@ -17,7 +17,7 @@ from moot.backends.scripted import register_scripted_model
 from moot.calls import Caller
 from moot.debate import resolve_protocol, run_debate
 from moot.errors import ConfigError
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import Experiment
 from moot.runner.shards import Shard
 from moot.runner.store import RunStore

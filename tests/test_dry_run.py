@@ -14,9 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from moot.cli import app
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import Experiment, RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import Experiment, run_experiment
 from moot.runner.plan import MESSAGE_ALLOWANCE, REPLY_ALLOWANCE, REQUEST_ALLOWANCE, Plan, plan_experiment
+from moot.runner.session import RunOptions
 
 UNREACHABLE = {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
 SCRIPTED = {"kind": "scripted", "model": "numbers"}

@@ -28,10 +28,12 @@ from moot.backends.config import OpenAIBackendConfig, parse_backend
 from moot.backends.openai_api import OpenAIBackend
 from moot.errors import BackendError, ConfigError
 from moot.runner.cache import call_key
-from moot.runner.config import fingerprint_hash, parse_experiment, resolve, results_fingerprint
-from moot.runner.experiment import default_output, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.config_resolve import fingerprint_hash, resolve, results_fingerprint
+from moot.runner.experiment import run_experiment
 from moot.runner.options import AgentOptions
 from moot.runner.store import RunStore
+from moot.runner.store_paths import default_output
 from tests.integration.servers import CANNED_MODEL, FaultProxy, free_port, refused
 
 REQUEST = GenerationRequest(messages=(Message("user", "What is 2+2?"),), max_tokens=8)

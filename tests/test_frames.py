@@ -19,7 +19,7 @@ from moot.analysis.report import AnalysisError
 from moot.cli import app
 from moot.errors import ConfigError, MootError
 from moot.frames import COLUMNS, SETTINGS, columns
-from moot.runner.config import load_experiment
+from moot.runner.config_files import load_experiment
 from moot.runner.store import RunStore, StoreError
 from tests.fixtures.analysis_run import MODELS, PRICE, QUESTIONS, experiment
 from tests.helpers import WriteRun

@@ -26,7 +26,7 @@ from moot.analysis.gains import (
 from moot.analysis.render import report_markdown
 from moot.analysis.report import build_report, compare_conditions
 from moot.backends.base import GenerationRequest
-from moot.debate.protocols import resolve_protocol
+from moot.debate.protocol_presets import resolve_protocol
 from moot.seeds import derive_seed
 from moot.tasks.arithmetic import ArithmeticTask
 from tests.helpers import WriteRun, arithmetic_experiment, query

@@ -40,9 +40,10 @@ from moot.debate.gate import (
 )
 from moot.debate.records import DebateResult, FinalStatus, RoundRecord, StopReason, Turn, Vote
 from moot.errors import ConfigError
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import run_experiment
 from moot.runner.records import StoredResult
+from moot.runner.session import RunOptions
 from moot.runner.store import RunStore
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import ParseStatus, Question

@@ -232,7 +232,8 @@ def test_a_stage_folder_resumes_only_under_the_same_settings(tmp_path: Path) -> 
 
 
 def test_the_documented_table6_experiment_pairs_the_base_and_the_adapted_model(tmp_path: Path) -> None:
-    from moot.runner.config import load_experiment, resolve
+    from moot.runner.config_files import load_experiment
+    from moot.runner.config_resolve import resolve
 
     doc = (Path(__file__).parent.parent / "docs" / "hf-backend.md").read_text()
     block = next(b for b in doc.split("```toml\n")[1:] if b.startswith("# table6.toml"))

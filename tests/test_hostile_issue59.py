@@ -21,7 +21,7 @@ from moot.backends.openai_config import OpenAIBackendConfig
 from moot.debate import registry
 from moot.debate.registry import FILE_PLUGIN, load_plugin
 from moot.errors import ConfigError
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 from moot.runner.shards import Shard, merge_shards
 from moot.tasks import TASKS, new_task
@@ -43,11 +43,15 @@ class Plateau(Stopping):
 
 
 @pytest.fixture
-def own_stopping_rules(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stopping rules as a copy without any "plateau" (examples/plugins/plateau.py's, if a test loaded it), so
-    that what a test registers is gone after it."""
-    rules = {kind: cls for kind, cls in registry.rules("stopping").items() if kind != "plateau"}
-    monkeypatch.setitem(registry._REGISTRY, "stopping", rules)
+def own_stopping_rules() -> Iterator[None]:
+    """The stopping rules without any "plateau" (examples/plugins/plateau.py's, if a test loaded it), put back as
+    they were after the test, so that what it registers is gone."""
+    rules = registry.rules("stopping")
+    saved = dict(rules)
+    rules.pop("plateau", None)
+    yield
+    rules.clear()
+    rules.update(saved)
 
 
 def test_a_second_plugin_file_defining_the_same_rule_is_refused_by_name(
@@ -92,16 +96,12 @@ def test_the_same_plugin_file_run_again_registers_its_rule_again(tmp_path: Path,
         del sys.modules[name]
 
 
-def test_a_second_backend_class_of_a_kind_is_refused_even_with_the_same_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_second_backend_class_of_a_kind_is_refused_even_with_the_same_name() -> None:
     """As for rules: two classes ``Mine`` of kind "mine" from two modules; the first stays."""
     from typing import Literal
 
     from moot.backends import config as backends
     from moot.backends import settings
-
-    # the registry lives in moot.backends.settings (config re-exports it): a copy there, so "mine" leaves no trace
-    monkeypatch.setattr(settings, "BACKEND_KINDS", dict(settings.BACKEND_KINDS))
-    monkeypatch.setattr(backends, "BACKEND_KINDS", settings.BACKEND_KINDS)
 
     def mine(module: str) -> type[backends.BackendSettings]:
         cls = type(
@@ -111,11 +111,14 @@ def test_a_second_backend_class_of_a_kind_is_refused_even_with_the_same_name(mon
         )
         return cls
 
-    first = backends.register_backend(mine("plugin_one"))
-    assert backends.register_backend(first) is first  # the same class again: itself
-    with pytest.raises(ConfigError, match=r"backend kind 'mine' is already registered by plugin_one\.Mine; "):
-        backends.register_backend(mine("plugin_two"))
-    assert backends.BACKEND_KINDS["mine"] is first
+    try:
+        first = backends.register_backend(mine("plugin_one"))
+        assert backends.register_backend(first) is first  # the same class again: itself
+        with pytest.raises(ConfigError, match=r"backend kind 'mine' is already registered by plugin_one\.Mine; "):
+            backends.register_backend(mine("plugin_two"))
+        assert backends.BACKEND_KINDS["mine"] is first
+    finally:  # the registry lives in moot.backends.settings (config re-exports it): "mine" leaves no trace
+        settings.BACKEND_KINDS.pop("mine", None)
 
 
 # -- a plug-in task factory that returns no task ---------------------------------------------------------------

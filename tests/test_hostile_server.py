@@ -24,7 +24,7 @@ from moot.backends.base import GenerationRequest, Message
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
 from moot.errors import BackendError, ConfigError
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 from moot.runner.store import RunStore
 from tests.integration.servers import (

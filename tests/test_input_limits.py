@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from moot.cli import app
-from moot.debate.protocols import resolve_protocol
+from moot.debate.protocol_presets import resolve_protocol
 from moot.errors import ConfigError
 from moot.limits import MAX_AGENTS, MAX_GENERATED_QUESTIONS, MAX_POOL, MAX_ROUNDS
 from moot.tasks import load_local

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from moot.backends.scripted import seeded_numbers
-from moot.runner.config import parse_experiment, read_toml, resolve
+from moot.runner.config_files import parse_experiment, read_toml
+from moot.runner.config_resolve import resolve
 from moot.tasks import get_task
 from tests.helpers import write_store
 

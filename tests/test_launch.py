@@ -26,20 +26,21 @@ from typer.testing import CliRunner
 
 from moot.cli import app
 from moot.errors import ConfigError
-from moot.runner.config import ExperimentConfig, SlurmSettings, experiment_hash, load_experiment, parse_experiment
+from moot.runner.config import ExperimentConfig, SlurmSettings
+from moot.runner.config_files import load_experiment, parse_experiment
+from moot.runner.config_resolve import experiment_hash
 from moot.runner.experiment import run_experiment
 from moot.runner.launch import (
     Launch,
     LaunchState,
-    Queued,
     ShardJob,
     decide,
-    parse_squeue,
     plan_launch,
     read_state,
     render_script,
     write_state,
 )
+from moot.runner.slurm import Queued, parse_squeue
 from moot.runner.store import RunStore
 
 EXPERIMENT = """\

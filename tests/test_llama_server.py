@@ -22,7 +22,7 @@ from moot.backends.llama_server import (
 )
 from moot.backends.managed import server_reason as _reason
 from moot.errors import ConfigError
-from moot.runner.config import fingerprint_hash
+from moot.runner.config_resolve import fingerprint_hash
 
 
 @pytest.mark.parametrize(

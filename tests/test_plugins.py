@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from moot.cli import app
 from moot.errors import ConfigError
-from moot.tasks import TASKS, ArithmeticTask, register_task
+from moot.tasks import TASKS, register_task
+from moot.tasks.arithmetic import ArithmeticTask
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "examples/plugins/installed"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from moot.debate.protocols import PRESETS, resolve_protocol
+from moot.debate.protocol_presets import PRESETS, resolve_protocol
 from moot.errors import ConfigError
 
 

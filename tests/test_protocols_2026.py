@@ -14,7 +14,7 @@ from moot.debate import FinalStatus, resolve_protocol, run_debate
 from moot.debate.agents import Agent, AgentSpec
 from moot.debate.components.aggregation import trajectory_scores
 from moot.debate.prompts import MOA_SYNTHESIZE
-from moot.debate.protocols import PRESETS
+from moot.debate.protocol_presets import PRESETS
 from moot.debate.registry import parse
 from moot.errors import ConfigError
 from moot.tasks.arithmetic import STEP_BY_STEP, ArithmeticTask
@@ -153,7 +153,8 @@ def test_calls_per_round_counts_the_aggregator() -> None:
 
 # -- Heter-MAD ------------------------------------------------------------------------------------------
 def _heter(agents: list[dict[str, object]] | None) -> object:
-    from moot.runner.config import parse_experiment, resolve
+    from moot.runner.config_files import parse_experiment
+    from moot.runner.config_resolve import resolve
 
     condition: dict[str, object] = {"name": "heter", "protocol": "heter-mad"}
     if agents is not None:

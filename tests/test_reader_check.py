@@ -25,7 +25,7 @@ from moot.analysis.reader_check import (
 )
 from moot.analysis.readers import MOOT, breaking, reader_pairs, robustness
 from moot.analysis.transcripts import AnalysisError
-from moot.debate.protocols import PRESETS
+from moot.debate.protocol_presets import PRESETS
 from moot.tasks import get_task
 from moot.tasks.base import Question
 from moot.tasks.choice import reply_letter

@@ -22,10 +22,11 @@ from moot.analysis.readers import (
     strict_number_at_end,
 )
 from moot.analysis.report import build_report, compare_conditions
-from moot.analysis.results import Paper, read_summary, rows_csv, summarise, task_figures
-from moot.analysis.tables import sections
+from moot.analysis.report_sections import sections
+from moot.analysis.results_figures import task_figures
+from moot.analysis.results_summaries import Paper, read_summary, rows_csv, summarise
 from moot.backends.base import GenerationRequest
-from moot.debate.protocols import PRESETS
+from moot.debate.protocol_presets import PRESETS
 from moot.debate.records import DebateResult, FinalStatus, RoundRecord, Turn, Vote
 from moot.errors import ConfigError
 from moot.tasks import get_task

@@ -270,7 +270,7 @@ def test_extras_agree_with_pyproject_and_the_makefile() -> None:
 
 
 def test_counts_in_the_readme_are_true() -> None:
-    from moot.debate.protocols import PRESETS
+    from moot.debate.protocol_presets import PRESETS
     from moot.tasks import TASKS
 
     stated = {

@@ -26,8 +26,10 @@ from moot.debate import FinalStatus, resolve_protocol, run_debate
 from moot.debate.agents import Sampling
 from moot.errors import ConfigError
 from moot.runner.cache import call_key
-from moot.runner.config import parse_experiment, resolve, results_fingerprint
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.config_resolve import resolve, results_fingerprint
+from moot.runner.experiment import run_experiment
+from moot.runner.session import RunOptions
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import ParseStatus, Question
 from tests.helpers import query, scripted_agents

@@ -13,10 +13,13 @@ from moot.debate import run_debate
 from moot.debate.agents import AgentSpec
 from moot.debate.components.retention.perplexity_top import PerplexityTop
 from moot.debate.components.stopping.judge import JudgeConfidence
-from moot.debate.protocols import COMPONENT_FIELDS, PRESETS, ProtocolSpec, resolve_protocol
+from moot.debate.protocol_presets import COMPONENT_FIELDS, PRESETS, resolve_protocol
+from moot.debate.protocols import ProtocolSpec
 from moot.debate.registry import FAMILIES, STORED, load_plugin, parse, rules, template_hashes
 from moot.errors import ConfigError
-from moot.runner.config import AgentTemplate, parse_experiment, resolve
+from moot.runner.config import AgentTemplate
+from moot.runner.config_files import parse_experiment
+from moot.runner.config_resolve import resolve
 from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import Question
 from tests.helpers import scripted_agents
@@ -291,7 +294,7 @@ def test_moot_protocols_components_lists_every_rule() -> None:
 
 
 def test_component_settings_from_the_command_line() -> None:
-    from moot.runner.config import resolve_condition
+    from moot.runner.config_resolve import resolve_condition
     from moot.runner.options import AgentOptions
 
     options = AgentOptions.of(

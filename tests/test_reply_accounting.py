@@ -12,7 +12,7 @@ import pytest
 from moot.analysis import build_report
 from moot.analysis.records import ReplyCounts
 from moot.analysis.render import report_markdown
-from moot.analysis.tables import sections
+from moot.analysis.report_sections import sections
 from moot.backends.base import GenerationRequest, Message
 from moot.backends.scripted import ScriptedBackend, ScriptedReply
 from moot.calls import Caller

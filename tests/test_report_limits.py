@@ -18,7 +18,8 @@ from moot.analysis import plots as plots_module
 from moot.analysis.html import SCRIPT_HASH, pages_folder, report_html, write_html
 from moot.analysis.plots import error_bar, plots
 from moot.analysis.records import Report
-from moot.analysis.stats import Proportion, proportion_interval, question_accuracy, wilson
+from moot.analysis.stats import Proportion, proportion_interval, wilson
+from moot.analysis.stats_repeats import question_accuracy
 from moot.backends.base import GenerationRequest
 from moot.runner.store import RunStore
 from tests.fixtures.analysis_run import MODELS, PAYLOAD, experiment

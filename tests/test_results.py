@@ -12,28 +12,20 @@ import pytest
 from typer.testing import CliRunner
 
 from moot.analysis import build_report
-from moot.analysis.budget import VoteAtK, VotePool, equal_budget_table
-from moot.analysis.results import (
-    DOCUMENT,
-    MARKER,
+from moot.analysis.budget import equal_budget_table
+from moot.analysis.budget_pools import VoteAtK, VotePool
+from moot.analysis.results import Paths, check, update
+from moot.analysis.results_figures import (
     RESAMPLES,
     Comparison,
-    Paper,
-    Papers,
-    Paths,
-    ResultRow,
     _budget_match,
-    check,
     compare,
     condition_figures,
     equal_budget_rows,
-    read_summary,
-    render,
-    rows_csv,
-    summarise,
     task_figures,
-    update,
 )
+from moot.analysis.results_page import MARKER, render
+from moot.analysis.results_summaries import DOCUMENT, Paper, Papers, ResultRow, read_summary, rows_csv, summarise
 from moot.analysis.stats import compare_paired, wilson
 from moot.cli import app
 from moot.errors import ConfigError, MootError
@@ -127,7 +119,7 @@ def test_equal_budget_verdicts_under_each_reader_hand_checked() -> None:
     verdict (direction + against none). The strict reader keeps the debate's correctness and reads q1's pool as
     moot does: d = (0, 1), +0.5: robust under it. A reader that reads no question of the condition (None) is
     not applicable and breaks nothing."""
-    from moot.analysis.results import budget_readers
+    from moot.analysis.results_figures import budget_readers
 
     rows = (VoteAtK(1, 0.5, 100.0, 1.0), VoteAtK(2, 0.5, 200.0, 2.0), VoteAtK(3, 0.5, 300.0, 3.0))
     moot = VotePool("vote", "arithmetic", 3, "first", 2, 1, 100.0, rows,
@@ -158,7 +150,8 @@ def test_equal_budget_verdicts_under_each_reader_hand_checked() -> None:
 def test_the_pool_under_each_reader_is_its_stored_replies_read_again(single_seed: Path) -> None:
     """``pools_by_reader``: moot's pool is ``vote_at_k``'s; the paper's is vote@k of the pool's round-0 replies
     read by Du et al.'s parse_answer (``du_arithmetic``) and scored against the gold answer, per question."""
-    from moot.analysis.budget import pools_by_reader, vote_at_k, vote_probabilities
+    from moot.analysis.budget_estimators import vote_probabilities
+    from moot.analysis.budget_pools import pools_by_reader, vote_at_k
     from moot.analysis.readers import du_arithmetic, strict_number_at_end
     from moot.runner.store import RunStore
 
@@ -237,7 +230,7 @@ def test_hand_checked_figures_in_the_document() -> None:
             ],
         }
     )
-    from moot.analysis.results import RunFacts
+    from moot.analysis.results_summaries import RunFacts
 
     facts = RunFacts(
         name="toy", store="runs/replicate/toy.sqlite", status="complete", moot_version="0.1.0", fingerprint="f",
@@ -297,7 +290,7 @@ def test_stated_directions_are_compared_where_the_paper_gives_no_figures() -> No
             ],
         }
     )
-    from moot.analysis.results import RunFacts
+    from moot.analysis.results_summaries import RunFacts
 
     facts = RunFacts(
         name="toy", store="runs/replicate/toy.sqlite", status="complete", moot_version="0.1.0", fingerprint="f",
@@ -456,8 +449,8 @@ def test_the_repository_document_matches_its_summaries(monkeypatch: pytest.Monke
 
 
 def test_every_paper_names_a_replication_file_and_its_conditions() -> None:
-    from moot.analysis.results import EXPERIMENTS, read_papers
-    from moot.runner.config import load_experiment
+    from moot.analysis.results_summaries import EXPERIMENTS, read_papers
+    from moot.runner.config_files import load_experiment
 
     papers = read_papers(ROOT / "docs/results/papers.toml")
     files = sorted(p.stem for p in (ROOT / EXPERIMENTS).glob("*.toml"))
@@ -477,8 +470,9 @@ def test_every_paper_names_a_replication_file_and_its_conditions() -> None:
 def test_across_makes_du_s_requests_for_du_s_arms() -> None:
     """across.toml replays du.toml's calls (calls_from) only if its single, vote and society arms and its
     arithmetic questions are du.toml's to the letter; du-adaptive debates with society's agents."""
-    from moot.analysis.results import EXPERIMENTS
-    from moot.runner.config import load_experiment, resolve
+    from moot.analysis.results_summaries import EXPERIMENTS
+    from moot.runner.config_files import load_experiment
+    from moot.runner.config_resolve import resolve
 
     du, across = (load_experiment(ROOT / EXPERIMENTS / f"{name}.toml") for name in ("du", "across"))
     assert across.calls_from[0] == du.output  # then, while it is rebuilt, its earlier stores (issues 37, 39)

@@ -138,7 +138,8 @@ async def test_vote_and_uncertainty_prompts_alone() -> None:
 
 
 def test_logprob_protocols_refuse_backends_without_logprobs() -> None:
-    from moot.runner.config import parse_experiment, resolve
+    from moot.runner.config_files import parse_experiment
+    from moot.runner.config_resolve import resolve
 
     config = parse_experiment(
         {

@@ -23,8 +23,8 @@ from moot.backends.config import OpenAIBackendConfig
 from moot.backends.llama_server import LlamaServerBackend, ManagedServer
 from moot.backends.openai_api import OpenAIBackend
 from moot.backends.routing import PrefixMap, TokenBudget, Window, affine
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import default_output
+from moot.runner.config_files import parse_experiment
+from moot.runner.store_paths import default_output
 from tests.integration.servers import CANNED_MODEL, FaultProxy
 
 CANNED = "The answer is 4."  # FaultProxy's reply: 7 prompt and 4 completion tokens

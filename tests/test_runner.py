@@ -15,9 +15,10 @@ import pytest
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend, seeded_numbers
 from moot.errors import BackendError, ConfigError
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import Experiment, RunOptions
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import Experiment
 from moot.runner.export import export_table
+from moot.runner.session import RunOptions
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
 from moot.runner.summary import question_rows, summarize
 from tests.helpers import arithmetic_experiment, run
@@ -420,7 +421,7 @@ def test_calls_from_copies_only_the_very_same_requests(tmp_path: Path) -> None:
 
 
 def test_calls_from_a_missing_store_is_noted_and_a_foreign_file_refused(tmp_path: Path) -> None:
-    from moot.runner.config import experiment_hash
+    from moot.runner.config_resolve import experiment_hash
 
     missing = tmp_path / "none.sqlite"
     config = experiment(THREE, calls_from=[str(missing)])

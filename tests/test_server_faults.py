@@ -20,8 +20,9 @@ from moot.backends.base import GenerationRequest, Message
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
 from moot.errors import BackendError
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import run_experiment
+from moot.runner.session import RunOptions
 from moot.runner.store import RunStore
 from tests.integration.servers import BODY_FAULTS, CANNED_MODEL, FaultProxy, Served, free_port, refused
 

@@ -17,7 +17,7 @@ from moot.backends.base import GenerationRequest, Message
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
 from moot.calls import Caller, session_id
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 from tests.integration.servers import CANNED_MODEL, FaultProxy
 

@@ -20,10 +20,13 @@ from typer.testing import CliRunner
 from moot.analysis import build_report
 from moot.cli import app
 from moot.errors import ConfigError
-from moot.runner.config import ExperimentConfig, parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment, store_path
+from moot.runner.config import ExperimentConfig
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import run_experiment
+from moot.runner.session import RunOptions
 from moot.runner.shards import Shard, _Calls, merge_shards, parse_shard
 from moot.runner.store import RunStore
+from moot.runner.store_paths import store_path
 
 QUESTIONS, SEEDS, CONDITIONS, N = 8, (0, 1), ("vote", "society"), 4
 EXPERIMENT: dict[str, Any] = {

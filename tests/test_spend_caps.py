@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from moot.cli import app
 from moot.errors import ConfigError
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import Experiment, RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import Experiment, run_experiment
+from moot.runner.session import RunOptions
 from moot.runner.store import RunStore
 
 SCRIPTED = {"kind": "scripted", "model": "numbers"}

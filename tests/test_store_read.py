@@ -14,7 +14,7 @@ from moot.analysis import build_report
 from moot.analysis.render import report_markdown
 from moot.backends.base import Message, TokenLogprob
 from moot.debate.agents import Sampling
-from moot.debate.protocols import PRESETS
+from moot.debate.protocol_presets import PRESETS
 from moot.debate.records import (
     DebateResult,
     FinalStatus,
@@ -26,8 +26,10 @@ from moot.debate.records import (
     Vote,
 )
 from moot.errors import ConfigError
-from moot.runner import config as config_module
-from moot.runner.config import ResolvedCondition, fingerprint_hash, parse_experiment, resolve, results_fingerprint
+from moot.runner import config_resolve as config_module
+from moot.runner.config import ResolvedCondition
+from moot.runner.config_files import parse_experiment
+from moot.runner.config_resolve import fingerprint_hash, resolve, results_fingerprint
 from moot.runner.records import StoredResult
 from moot.runner.store import SCHEMA_VERSION, RunStore, StoreError
 from moot.runner.summary import question_rows, summarize, summary_json

@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 
 from moot.backends.base import GenerationRequest
 from moot.backends.scripted import ScriptedBackend, seeded_numbers
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.store import RunStore, lock_path
 from tests.helpers import WriteRun, arithmetic_experiment, run
 

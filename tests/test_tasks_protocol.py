@@ -11,7 +11,7 @@ from moot.backends.config import ScriptedBackendConfig
 from moot.backends.scripted import ScriptedBackend
 from moot.calls import Caller
 from moot.debate.agents import Agent, AgentSpec
-from moot.debate.protocols import resolve_protocol
+from moot.debate.protocol_presets import resolve_protocol
 from moot.errors import ConfigError
 from moot.runner.evaluate import evaluate
 from moot.seeds import derive_seed

@@ -10,7 +10,7 @@ import pytest
 from moot.backends.base import Message
 from moot.calls import Caller
 from moot.debate.engine import run_debate
-from moot.debate.protocols import resolve_protocol
+from moot.debate.protocol_presets import resolve_protocol
 from moot.debate.records import Turn
 from moot.tasks import get_task
 from moot.tasks.arithmetic import STEP_BY_STEP, ArithmeticTask

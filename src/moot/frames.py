@@ -287,7 +287,7 @@ class Run:
 
 
 def _result_rows(name: str, store: RunStore) -> Iterator[dict[str, Any]]:
-    from moot.analysis.budget import condition_pricer
+    from moot.analysis.budget_costs import condition_pricer
     from moot.runner.summary import used_calls
 
     conditions = store.conditions()
@@ -325,7 +325,7 @@ def _result_rows(name: str, store: RunStore) -> Iterator[dict[str, Any]]:
 
 
 def _turn_rows(name: str, store: RunStore) -> Iterator[dict[str, Any]]:
-    from moot.analysis.budget import priced
+    from moot.analysis.budget_costs import priced
 
     prices = store.run_meta().config.prices
     models = {call.key: call.model_name for call in store.iter_calls()}

@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import sys
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any
 
 from moot.errors import ConfigError
-
-FILE_PLUGIN = "moot_plugin_"  # the prefix of a plug-in file's module name (``moot.debate.registry.load_plugin``)
+from moot.registry import FILE_PLUGIN as FILE_PLUGIN
 
 COMPONENTS = "moot.components"
 TASKS = "moot.tasks"
@@ -125,18 +123,3 @@ def task_plugin(name: str, factory: Callable[[], Any]) -> str | None:
 def load_backends() -> tuple[str, ...]:
     """Import every installed ``moot.backends`` plug-in (once); the names of those loaded."""
     return _import_group(BACKENDS)
-
-
-def same_definition(known: type, new: type) -> bool:
-    """Whether ``new`` may take the name ``known`` is registered under: the same class (its module run again), or
-    a class of the same name whose source is the same text (a copy of one plug-in file, loaded from another path:
-    a notebook running two experiments that each carry it). Any other class is refused by the registries: it
-    would silently replace what every run of that name means."""
-    if (known.__module__, known.__qualname__) == (new.__module__, new.__qualname__):
-        return True
-    if known.__qualname__ != new.__qualname__:
-        return False
-    try:
-        return inspect.getsource(known) == inspect.getsource(new)
-    except (OSError, TypeError):  # no source to compare (a class made at run time): not the same
-        return False

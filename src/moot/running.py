@@ -43,7 +43,8 @@ def _experiment(
 ) -> ExperimentConfig:
     """The experiment ``run`` runs: as given, read from a TOML file, or built from protocol names and a task as
     ``moot run -p ... -t ...`` builds it (``AgentOptions.experiment``)."""
-    from moot.runner.config import ExperimentConfig, load_experiment
+    from moot.runner.config import ExperimentConfig
+    from moot.runner.config_files import load_experiment
     from moot.runner.options import AgentOptions
 
     given = [name for name, value in {"task": task, "questions": questions, **agent}.items() if value is not None]
@@ -95,7 +96,9 @@ def run(
     ``runs/<name>-<hash>.sqlite``); running again resumes it, replaying stored calls. Works in a plain script and
     inside a running event loop (a Jupyter cell); ``await moot.runner.run_experiment(...)`` still works too."""
     from moot.frames import open as open_run
-    from moot.runner.experiment import RunOptions, check_output, run_experiment, store_path
+    from moot.runner.experiment import run_experiment
+    from moot.runner.session import RunOptions
+    from moot.runner.store_paths import check_output, store_path
 
     agent = {
         "agents": agents,

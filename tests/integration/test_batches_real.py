@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from moot.backends import batches
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 from tests.helpers import query
 from tests.integration.servers import SERVER_KEY, SERVER_KEY_ENV, BatchServer

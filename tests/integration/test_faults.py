@@ -13,8 +13,9 @@ from moot.backends.base import GenerationRequest, Message
 from moot.backends.config import OpenAIBackendConfig
 from moot.backends.openai_api import OpenAIBackend
 from moot.errors import BackendError
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import run_experiment
+from moot.runner.session import RunOptions
 from moot.runner.store import RunStore
 from tests.integration.servers import ECHO_KEY, FAULT_KINDS, SERVER_KEY, SERVER_KEY_ENV, FaultProxy
 

@@ -19,8 +19,9 @@ from moot.backends.factory import make_backend
 from moot.backends.llama_server import LlamaServerBackend
 from moot.errors import BackendError, ConfigError
 from moot.models import REGISTRY, TEST_MODEL
-from moot.runner.config import parse_experiment
-from moot.runner.experiment import RunOptions, run_experiment
+from moot.runner.config_files import parse_experiment
+from moot.runner.experiment import run_experiment
+from moot.runner.session import RunOptions
 from moot.trace import Trace, breakdown, read_trace
 from tests.helpers import query
 

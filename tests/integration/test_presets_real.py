@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 from moot.runner.store import RunStore
 

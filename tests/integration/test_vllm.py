@@ -24,7 +24,7 @@ from moot.backends.openai_api import OpenAIBackend
 from moot.backends.vllm_server import VLLMBackend
 from moot.errors import BackendError, ConfigError
 from moot.models import TEST_MODEL
-from moot.runner.config import parse_experiment
+from moot.runner.config_files import parse_experiment
 from moot.runner.experiment import run_experiment
 from moot.runner.store import RunStore
 

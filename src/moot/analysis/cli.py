@@ -278,7 +278,9 @@ def _compare_budget(
     labels: Path | None = None,
 ) -> None:
     """``moot compare RUN DEBATE --budget UNIT [--pool NAME]``: vote@k tables and the equal-budget test."""
-    from moot.analysis.budget import MEASURES, equal_budget, vote_at_k
+    from moot.analysis.budget import equal_budget
+    from moot.analysis.budget_costs import MEASURES
+    from moot.analysis.budget_pools import vote_at_k
     from moot.analysis.render import print_table
     from moot.analysis.report import AnalysisError
     from moot.analysis.tables import equal_budget_rows_table, vote_at_k_table

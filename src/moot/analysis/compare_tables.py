@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from moot.analysis.budget import UNITS, EqualBudget, VoteAtK, VotePool
+from moot.analysis.budget import EqualBudget
+from moot.analysis.budget_costs import UNITS
+from moot.analysis.budget_pools import VoteAtK, VotePool
 from moot.analysis.columns import Column, Part, Table, owned, parts, ratio, table
 from moot.analysis.differs import ALSO_DIFFERS_NOTE, POOL_DIFFERS_NOTE, also_differs
 from moot.analysis.formatting import DASH, fixed, interval, p_value

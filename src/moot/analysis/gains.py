@@ -9,7 +9,7 @@ vote each stored result records in ``rounds[0].vote``, its winner scored as the 
 - exchange = D - V_D, what the agents' reading of each other adds on top of that vote,
 
 so that voting + exchange = total for every question (accuracies over the same seeds). Each part is a paired
-comparison (``stats.compare_repeats``: exact McNemar test, a sign test on questions with repeated seeds, and a
+comparison (``stats_repeats.compare_repeats``: exact McNemar test, a sign test on questions with repeated seeds, and a
 cluster bootstrap interval), on the question x seed results that both D and S have. Holm's adjustment runs per
 task over both parts of every debate in the table; the totals get their own Holm family (every debate against
 its single agent in the table).
@@ -26,7 +26,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Literal, Protocol
 
-from moot.analysis import stats
+from moot.analysis import stats, stats_repeats
 from moot.analysis.columns import Column, Table, table
 from moot.analysis.formatting import DASH, fixed, interval, p_value
 from moot.analysis.transcripts import open_run
@@ -246,7 +246,7 @@ def _split(
         ("voting", vv, ss),
         ("exchange", dd, vv),
     )
-    compared = [(name, stats.compare_repeats(a, b, seed, resamples)) for name, a, b in terms]
+    compared = [(name, stats_repeats.compare_repeats(a, b, seed, resamples)) for name, a, b in terms]
     total, voting, exchange = (GainPart(name, c, c.mcnemar_p) for name, c in compared)
     return GainSplit(
         task=task,

@@ -325,7 +325,8 @@ def _main_context(
 
     from moot.analysis.plots import plots
     from moot.analysis.render import header_lines
-    from moot.analysis.tables import numeric_columns, sections
+    from moot.analysis.report_sections import sections
+    from moot.analysis.tables import numeric_columns
 
     return _common(report) | {
         "header": header_lines(report),

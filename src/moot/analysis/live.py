@@ -31,13 +31,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from moot.analysis.live_page import CSP, PAGE
-from moot.analysis.stats import Proportion, question_accuracy, wilson
+from moot.analysis.stats import Proportion, wilson
+from moot.analysis.stats_repeats import question_accuracy
 from moot.analysis.transcripts import Transcript, transcript
 from moot.errors import MootError
 from moot.runner.config import ExperimentConfig, ResolvedCondition
 from moot.runner.records import StoredResult
 from moot.runner.store import RunStore, StoreError, lock_holder
-from moot.runner.store.run_store import BATCHED_SQL, CACHED_TOKENS_SQL
+from moot.runner.store.call_tables import BATCHED_SQL, CACHED_TOKENS_SQL
 
 PAGE_LIMIT = 200  # results per page at most
 RESAMPLES = 1_000  # the cluster bootstrap of a run with repeated seeds (recomputed only when results change)

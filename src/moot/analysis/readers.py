@@ -24,10 +24,11 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
-from moot.analysis import stats
+from moot.analysis import stats, stats_repeats
 from moot.analysis.formatting import DASH, fixed, p_value
 from moot.debate.protocols import ProtocolSpec
 from moot.debate.records import DebateResult, FinalStatus, Vote
@@ -36,12 +37,12 @@ from moot.runner.config import ResolvedCondition
 from moot.runner.records import StoredResult
 from moot.seeds import derive_seed
 from moot.tasks import get_task
+from moot.tasks.answer_formats import ANSWER_FORMATS, AnswerFormat, ReadFn
 from moot.tasks.base import Question, Task
 from moot.tasks.extract import boxed_contents, canonical_number
-from moot.tasks.knights import MAX_PEOPLE, MIN_PEOPLE, NAMES, KnightsTask, read_answer_line
+from moot.tasks.knights import MAX_PEOPLE, MIN_PEOPLE, NAMES, read_answer_line
 
 MOOT = "moot"
-ReadFn = Callable[[str], str | None]  # a reply's text -> a canonical answer, or None (unparsed)
 
 
 # -- the readers' parsers ----------------------------------------------------------------------------
@@ -134,54 +135,51 @@ def _task(name: str) -> Task | None:
 
 
 def task_kind(name: str) -> str | None:
-    """What the readers know a task as: "arithmetic", "gsm8k", "mmlu", "choice" (other multiple choice),
-    "knights:<n>" (knights and knaves among n people: the reading depends on their names), or None (free-form
-    tasks and unknown ones)."""
-    from moot.tasks.arithmetic import ArithmeticTask
-    from moot.tasks.choice import MultipleChoiceTask
-    from moot.tasks.gsm8k import GSM8KTask
-    from moot.tasks.mmlu import MMLUTask
-
-    task = _task(name)
-    if isinstance(task, KnightsTask):
-        return f"knights:{task.people}"
-    for cls, kind in ((ArithmeticTask, "arithmetic"), (GSM8KTask, "gsm8k"), (MMLUTask, "mmlu")):
-        if isinstance(task, cls):
-            return kind
-    return "choice" if isinstance(task, MultipleChoiceTask) else None
+    """The answer format the task called ``name`` declares (``Task.answer_format``: "arithmetic", "gsm8k",
+    "mmlu", "choice", "knights:<n>", or a plug-in's), the key of ``ANSWER_FORMATS``; None for free-form tasks
+    and unknown ones."""
+    return getattr(_task(name), "answer_format", None)
 
 
-_PAPER: dict[str, ReadFn] = {"arithmetic": du_arithmetic, "gsm8k": du_gsm8k, "mmlu": du_choice}
-_STRICT: dict[str, ReadFn] = {
-    "arithmetic": strict_number_at_end,
-    "gsm8k": strict_boxed,
-    "mmlu": strict_choice,
-    "choice": strict_choice,
-    # knights and knaves: no paper parser; strictly, the last "Answer:" line naming every person
-    **{f"knights:{n}": functools.partial(read_answer_line, names=NAMES[:n]) for n in range(MIN_PEOPLE, MAX_PEOPLE + 1)},
-}
+# moot's answer formats, registered where their readers are defined
+ANSWER_FORMATS.register("arithmetic", AnswerFormat(du_arithmetic, strict_number_at_end))
+ANSWER_FORMATS.register("gsm8k", AnswerFormat(du_gsm8k, strict_boxed))
+ANSWER_FORMATS.register("mmlu", AnswerFormat(du_choice, strict_choice))
+ANSWER_FORMATS.register("choice", AnswerFormat(None, strict_choice))
+for _n in range(MIN_PEOPLE, MAX_PEOPLE + 1):  # knights and knaves: strictly, the last "Answer:" line naming all
+    ANSWER_FORMATS.register(f"knights:{_n}", AnswerFormat(None, functools.partial(read_answer_line, names=NAMES[:_n])))
 
 
 @dataclass(frozen=True)
 class Reader:
-    """A documented way to read a reply's final answer: ``parsers`` by task kind (see ``task_kind``);
-    ``None`` for moot's own reading, the answers stored in the turns."""
+    """A documented way to read a reply's final answer: ``role`` names the parser it takes from each answer
+    format ("paper" or "strict"); ``None`` for moot's own reading, the answers stored in the turns."""
 
     name: str
     description: str
-    parsers: Mapping[str, ReadFn] | None
+    role: Literal["paper", "strict"] | None
+
+    @property
+    def parsers(self) -> dict[str, ReadFn] | None:
+        """Its parser of each answer format that has one (None for moot's reader)."""
+        if self.role is None:
+            return None
+        found = {name: getattr(f, self.role) for name, f in ANSWER_FORMATS.items()}
+        return {name: parser for name, parser in found.items() if parser is not None}
 
     def applies(self, task: str) -> bool:
         """Whether the reader reads ``task``'s replies (moot's always does)."""
-        return self.parsers is None or task_kind(task) in self.parsers
+        parsers = self.parsers
+        return parsers is None or task_kind(task) in parsers
 
     def read(self, task: str, text: str) -> str | None:
         """``text`` read as a reply to ``task``: a canonical answer, or None. A ConfigError for moot's reader
         (it does not re-read) or a task the reader does not apply to."""
         kind = task_kind(task)
-        if self.parsers is None or kind is None or kind not in self.parsers:
+        parsers = self.parsers
+        if parsers is None or kind is None or kind not in parsers:
             raise ConfigError(f"reader {self.name!r} does not read replies to task {task!r}")
-        return self.parsers[kind](text)
+        return parsers[kind](text)
 
 
 READERS: dict[str, Reader] = {
@@ -192,14 +190,14 @@ READERS: dict[str, Reader] = {
             "paper",
             "the paper's own parser: Du et al.'s parse_answer (arithmetic, GSM8K, MMLU); Choi et al.'s evaluator "
             "for conditions with their templates",
-            _PAPER,
+            "paper",
         ),
         Reader(
             "strict",
             "only the format asked for: a number ending the reply (arithmetic), the last \\boxed{} (GSM8K), the "
             'last "(X)" (multiple choice), the last "Answer:" line (knights), "{final answer: X}" (Choi et al.\'s '
             "templates)",
-            _STRICT,
+            "strict",
         ),
     )
 }
@@ -445,7 +443,7 @@ def reader_pairs(
     resamples: int = stats.DEFAULT_RESAMPLES,
     accuracies: Accuracies | None = None,
 ) -> tuple[PairReaders, ...]:
-    """Each pair's paired comparison under each reader (``stats.compare_repeats`` on the questions both
+    """Each pair's paired comparison under each reader (``stats_repeats.compare_repeats`` on the questions both
     answered), with Holm's adjustment over the pairs the reader applies to where ``adjust``; ``accuracies``: the
     readers' validated accuracies on the store (``breaking``)."""
     verdicts: dict[tuple[str, str], list[ReaderVerdict]] = {pair: [] for pair in pairs}
@@ -457,7 +455,9 @@ def reader_pairs(
                 verdicts[(a, b)].append(ReaderVerdict(name, None, None))
                 continue
             common = [q for q in ra if q in rb]
-            comparison = stats.compare_repeats([ra[q] for q in common], [rb[q] for q in common], seed, resamples)
+            comparison = stats_repeats.compare_repeats(
+                [ra[q] for q in common], [rb[q] for q in common], seed, resamples
+            )
             compared.append(((a, b), comparison))
         ps = [c.mcnemar_p for _, c in compared]
         adjusted = stats.holm(ps) if adjust and ps else ps
@@ -485,7 +485,7 @@ def task_readers(
         accuracy = []
         for reader, correctness in by_reader.items():
             repeats = _repeats(correctness.get(name, {}))
-            value = stats.question_accuracy(list(repeats.values()), seed, resamples) if repeats else None
+            value = stats_repeats.question_accuracy(list(repeats.values()), seed, resamples) if repeats else None
             accuracy.append((reader, value))
         rows.append(ConditionReaders(name, tuple(accuracy), condition_note(condition)))
     return TaskReaders(tuple(rows), reader_pairs(by_reader, pairs, adjust, seed, resamples, accuracies), adjust)

@@ -2,7 +2,7 @@
 show, as frozen dataclasses (built by ``moot.analysis.report``; the statistics in ``moot.analysis.summaries``).
 
 The question (task, question id) is the statistical unit; seeds repeat it. Accuracy intervals, paired tests,
-Cochran's Q and round differences combine each question's seeds first (see ``moot.analysis.stats``);
+Cochran's Q and round differences combine each question's seeds first (see ``moot.analysis.stats_repeats``);
 descriptive counts (rounds, transitions, oracles, diversity, calibration) are counted over question x seed
 results, and the tables say so.
 """
@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from moot.analysis import stats
-from moot.analysis.budget import EqualBudget, VotePool
+from moot.analysis.budget import EqualBudget
+from moot.analysis.budget_pools import VotePool
 from moot.analysis.calibration import Calibration, ConfidenceSpread
 from moot.analysis.differs import Differences
 from moot.analysis.formatting import percent

@@ -8,7 +8,8 @@ from rich.table import Table as RichTable
 
 from moot.analysis.formatting import fixed
 from moot.analysis.records import PairReport, Report
-from moot.analysis.tables import Table, comparison_tables, numeric_columns, sections
+from moot.analysis.report_sections import sections
+from moot.analysis.tables import Table, comparison_tables, numeric_columns
 from moot.cli_output import fit_table, plural
 
 

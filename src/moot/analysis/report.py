@@ -24,8 +24,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from moot.analysis import stats
-from moot.analysis.budget import EqualBudget, Measure, VotePool
+from moot.analysis import stats, stats_repeats
+from moot.analysis.budget import EqualBudget
+from moot.analysis.budget_costs import Measure
+from moot.analysis.budget_pools import VotePool
 from moot.analysis.differs import ArmProfile, arm_profiles, pair_differences
 from moot.analysis.gains import GainRow, TaskGains, task_gains
 from moot.analysis.readers import MOOT, Accuracies, correctness_by_reader, get_reader, reread, task_readers
@@ -130,7 +132,7 @@ def _task_report(
         pairs = [replace(p, holm_p=h) for p, h in zip(pairs, adjusted)]
         groups = {n: by_question(results[n].values()) for n in present}
         common = [q for q in groups[present[0]] if all(q in groups[n] for n in present)]
-        cochran = stats.cochran_q_repeats(
+        cochran = stats_repeats.cochran_q_repeats(
             [[{s: t.correct for s, t in groups[n][q].items()} for n in present] for q in common]
         )
     return TaskReport(
@@ -275,7 +277,8 @@ def _budgets(
     (``moot.analysis.budget.equal_budget_table``, Holm over the whole table), where the run has a pool: a
     condition of 1 round with K >= 2 agents. Empty otherwise, or where the pools cannot be read: the report never
     fails for it. Correctness is moot's reading of the answers."""
-    from moot.analysis.budget import default_pool, equal_budget_table, is_pool
+    from moot.analysis.budget import equal_budget_table
+    from moot.analysis.budget_matching import default_pool, is_pool
 
     if len(conditions) < 2 or not any(is_pool(c) for c in conditions.values()):
         return {}

@@ -3,8 +3,8 @@
 calibration, retention and efficiency, DAR's best round, the task's own metric, and the paired tests.
 
 The question (task, question id) is the statistical unit; seeds repeat it. Accuracy intervals, paired tests
-and round differences combine each question's seeds first (see ``moot.analysis.stats``); descriptive counts
-(rounds, transitions, oracles, diversity, calibration) are counted over question x seed results.
+and round differences combine each question's seeds first (see ``moot.analysis.stats_repeats``); descriptive
+counts (rounds, transitions, oracles, diversity, calibration) are counted over question x seed results.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
-from moot.analysis import stats
+from moot.analysis import stats, stats_repeats
 from moot.analysis.calibration import Calibration, ConfidenceSpread, calibrate, confidence_spread, to_probabilities
 from moot.analysis.records import BestRound, ConditionReport, Efficiency, PairReport, ReplyCounts
 from moot.analysis.transcripts import (
@@ -155,9 +155,9 @@ def best_round_report(transcripts: list[Transcript]) -> BestRound | None:
             else:
                 right = t.rounds[min(r, len(t.rounds) - 1)].winner_correct
             rounds[r][t.seed].append(float(right))
-    spreads = tuple((r, stats.seed_spread(by_seed)) for r, by_seed in rounds.items())
+    spreads = tuple((r, stats_repeats.seed_spread(by_seed)) for r, by_seed in rounds.items())
     best = max(spreads, key=lambda x: (x[1].mean, -x[0]))[0]
-    return BestRound(stats.seed_spread(final), spreads, best)
+    return BestRound(stats_repeats.seed_spread(final), spreads, best)
 
 
 def condition_report(
@@ -192,7 +192,7 @@ def condition_report(
         name=name,
         protocol=condition.protocol.name if condition is not None else "",
         agents=len(condition.agents) if condition is not None else 0,
-        accuracy=stats.question_accuracy(_correct(groups), seed, resamples),
+        accuracy=stats_repeats.question_accuracy(_correct(groups), seed, resamples),
         unparsed=sum(t.status == "unparsed" for t in transcripts),
         abstained=sum(t.status == "abstained" for t in transcripts),
         errors=sum(t.status == "error" for t in transcripts),
@@ -211,10 +211,10 @@ def condition_report(
         judge_calibration=judge_cal,
         efficiency=_efficiency(condition, transcripts),
         questions=len(groups),
-        seed_accuracy=stats.seed_spread(per_seed),
+        seed_accuracy=stats_repeats.seed_spread(per_seed),
         best_round=best_round_report(transcripts) if peer_style(condition) else None,
         judge_confidence=judge_spread,
-        metric=stats.metric_summary(_metrics(groups), seed, resamples) if scored else None,
+        metric=stats_repeats.metric_summary(_metrics(groups), seed, resamples) if scored else None,
         replies=reply_counts(
             (turn for t in transcripts for r in t.rounds for turn in r.turns),
             condition is not None and condition.protocol.confidence is not None,
@@ -233,7 +233,7 @@ def pair_report(
     accuracy_applies: bool = True,
 ) -> PairReport:
     """Compare conditions A and B on the questions both answered, the question as the unit: a question's
-    seeds that both ran pair up and are combined per question (``stats.compare_repeats``); with one seed
+    seeds that both ran pair up and are combined per question (``stats_repeats.compare_repeats``); with one seed
     these are the exact McNemar test, matched odds ratio and paired bootstrap on questions."""
     ga, gb = by_question(results[a].values()), by_question(results[b].values())
     common = [q for q in ga if q in gb]
@@ -244,15 +244,15 @@ def pair_report(
     return PairReport(
         a=a,
         b=b,
-        accuracy=stats.compare_repeats(_correct(ca), _correct(cb), seed, resamples),
+        accuracy=stats_repeats.compare_repeats(_correct(ca), _correct(cb), seed, resamples),
         holm_p=None,
-        rounds=stats.compare_rounds_repeats(
+        rounds=stats_repeats.compare_rounds_repeats(
             [{s: t.rounds_used for s, t in g.items()} for g in ca.values()],
             [{s: t.rounds_used for s, t in g.items()} for g in cb.values()],
             seed,
             resamples,
         ),
-        metric=stats.compare_metric(_metrics(ca), _metrics(cb), seed, resamples) if scored else None,
+        metric=stats_repeats.compare_metric(_metrics(ca), _metrics(cb), seed, resamples) if scored else None,
         metric_name=metric_name if scored else None,
         accuracy_applies=accuracy_applies,
         questions=sum(any(s in cb[q] for s in ca[q]) for q in common),

@@ -3,14 +3,14 @@
 Each table is declared by its columns (``moot.analysis.columns``): a header and how a row's item (a condition,
 or one of its records) becomes its cell. Where the headers are fixed the columns are constants; where they
 depend on the task (repeated seeds, the confidence bins) a function declares them. This module holds the
-tables of one row per condition and lists every table of a task (``sections``); the tables that compare
-conditions are in ``moot.analysis.compare_tables``, and their names are importable from here too.
+tables of one row per condition; the tables that compare conditions are in ``moot.analysis.compare_tables``,
+and their names are importable from here too. ``moot.analysis.report_sections`` lists every table of a task
+(``sections``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from moot.analysis.calibration import Bin, Calibration, ConfidenceSpread, bin_label
@@ -33,7 +33,6 @@ from moot.analysis.compare_tables import (
     comparison_tables,
     difference_text,
     equal_budget_rows_table,
-    frontier_table,
     metric_pairs_table,
     odds_ratio_text,
     pairs_table,
@@ -45,15 +44,13 @@ from moot.analysis.compare_tables import (
     vote_at_k_table,
 )
 from moot.analysis.formatting import DASH, fixed, interval, percent
-from moot.analysis.gains import gains_table
-from moot.analysis.records import BestRound, ConditionReport, Efficiency, ReplyCounts, Report, TaskReport
+from moot.analysis.records import BestRound, ConditionReport, Efficiency, ReplyCounts, TaskReport
 from moot.analysis.stats import MetricSummary, SeedSpread
 from moot.analysis.transitions import AgentChanges, Diversity, Oracle, Transitions
 
 __all__ = [  # the tables of one condition per row, and the names other modules import from here
     "METRIC_PAIRS_NOTE",
     "ROUND_ANSWER",
-    "Section",
     "Table",
     "agents_table",
     "best_round_table",
@@ -81,22 +78,13 @@ __all__ = [  # the tables of one condition per row, and the names other modules 
     "replies_table",
     "round_difference_table",
     "rounds_table",
-    "sections",
     "seed_pairs_table",
     "seeds_table",
-    "show_best_round",
     "spread_text",
     "steps_table",
     "transitions_table",
     "vote_at_k_table",
 ]
-
-
-@dataclass(frozen=True)
-class Section:
-    task: str
-    tables: tuple[Table, ...]
-    notes: tuple[str, ...] = ()
 
 
 ROUND_ANSWER = "A round's answer is its majority, or its judge's or moderator's where the protocol takes theirs."
@@ -584,51 +572,3 @@ def calibration_tables(task: TaskReport) -> list[Table]:
     if any(c.judge_confidence is not None for c in task.conditions):
         tables.append(judge_confidence_table(task))
     return tables
-
-
-def show_best_round(task: TaskReport) -> bool:
-    """The DAR-style table adds to the overview once a peer-style debate has two or more debate rounds (a
-    best round to choose) or the run has several seeds (a spread over seeds)."""
-    found = [c.best_round for c in task.conditions if c.best_round is not None]
-    return bool(found) and (task.repeated or any(b.debate_rounds >= 2 for b in found))
-
-
-def sections(report: Report) -> list[Section]:
-    """Every table of the report, grouped by task."""
-    out = []
-    for task in report.tasks:
-        tables = [overview(task)]
-        if task.repeated and task.accuracy_applies:
-            tables.append(seeds_table(task))
-        if task.accuracy_applies and show_best_round(task):
-            tables.append(best_round_table(task))
-        if task.scored:
-            tables.append(metric_table(task))
-        tables += [replies_table(task), rounds_table(task)]
-        if task.accuracy_applies:
-            tables.append(by_round_table(task))
-        if (e := efficiency_table(task)) is not None:
-            tables.append(e)
-        if task.pairs and task.scored:
-            tables.append(metric_pairs_table(task))
-        if task.pairs and task.accuracy_applies:
-            tables.append(pairs_table(task))
-            if task.repeated:
-                tables.append(seed_pairs_table(task))
-        if task.gains is not None:
-            tables.append(gains_table(task.gains))
-        if task.accuracy_applies and task.vote_pools:
-            tables.extend(vote_at_k_table(pool) for pool in task.vote_pools)
-            if task.equal_budget:
-                tables.append(equal_budget_rows_table(task.equal_budget))
-            tables.append(frontier_table(task))
-        tables += reader_tables(task)
-        if task.pairs:
-            tables.append(round_difference_table(task))
-        if task.accuracy_applies:  # right and wrong answers: none where a task is scored by its metric alone
-            tables += [transitions_table(task), steps_table(task), oracle_table(task), agents_table(task)]
-            if (d := diversity_table(task)) is not None:
-                tables.append(d)
-            tables += calibration_tables(task)
-        out.append(Section(task.task, tuple(t for t in tables if t.rows or t.key == "overview")))
-    return out

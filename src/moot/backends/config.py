@@ -5,13 +5,11 @@ A backend kind is a ``BackendSettings`` subclass with ``kind: Literal["name"] = 
 ``build`` and ``model_name``, made known by ``@register_backend``. A config validates from a TOML or JSON
 table: ``kind`` picks the registered class (a table without it is a local backend's, as files written
 before backends had kinds of their own are), and a field typed ``BackendConfig`` dumps that class's own
-options. The registry is its own, not a family of the debate components' (moot.debate.registry): a
-backend config is no ``Component`` (it is built into a ``Backend`` once per distinct config, a table
-without ``kind`` has a default, and its options were once shared by every kind), but it works the same
-way: built-in kinds register where they are defined, a plug-in's kind registers from its own file
-(``load_plugin``, an experiment's ``plugins``, ``moot --plugin``) or from an installed package's
-``moot.backends`` entry point (loaded on the first lookup, ``backend_kinds``), and a stored run whose
-kind is not loaded reads back as an ``UnregisteredBackend`` record (enough to report on, not to run).
+options. The kinds live in ``BACKEND_KINDS``, an instance of moot's one registry type (moot.registry), as
+tasks and component rules do: built-in kinds register where they are defined, a plug-in's kind registers
+from its own file (``load_plugin``, an experiment's ``plugins``, ``moot --plugin``) or from an installed
+package's ``moot.backends`` entry point (loaded on the first read), and a stored run whose kind is not
+loaded reads back as an ``UnregisteredBackend`` record (enough to report on, not to run).
 
 Runs stored before this split dumped every option of every kind: an option of another kind that holds its
 default is dropped, any other is an error naming the key. Configs are hashable (one backend is
@@ -69,6 +67,7 @@ class LocalBackendConfig(BackendSettings):
     """A GGUF model behind llama.cpp's server, started and stopped by moot (moot.backends.llama_server)."""
 
     summary: ClassVar[str] = "llama.cpp's server, started and stopped by moot (the default)"
+    gguf_model: ClassVar[bool] = True
     kind: Literal["local"] = "local"
     model: str | None = Field(
         default=None, description=f"a registered model name or a GGUF path (default {DEFAULT_MODEL})"
@@ -197,6 +196,7 @@ class LlamaCppBackendConfig(BackendSettings):
     the server, but a seeded sample at temperature > 0 reproduces exactly, whatever else runs."""
 
     summary: ClassVar[str] = "llama.cpp in-process (llama-cpp-python), one call at a time"
+    gguf_model: ClassVar[bool] = True
     kind: Literal["llama-cpp"] = "llama-cpp"
     model: str | None = Field(
         default=None, description=f"a registered model name or a GGUF path (default {DEFAULT_MODEL})"

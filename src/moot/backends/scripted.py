@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 from moot.backends.base import GenerationRequest, Reply, Sample, TokenLogprob
 from moot.backends.reasoning import split_reasoning
-from moot.errors import BackendError, ConfigError
+from moot.errors import BackendError
+from moot.plugins import load_backends
+from moot.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -111,27 +113,25 @@ class ScriptedBackend:
         return None
 
 
-SCRIPTED_MODELS: dict[str, Responder] = {}  # by name, in registration order
+def _scripted_name(name: str) -> str | None:
+    if not name or name != name.strip() or any(c.isspace() for c in name):
+        return f"a scripted model's name is one word, got {name!r}"
+    return None
+
+
+# by name, in registration order; reading it loads installed plug-ins (``moot.backends``) first
+SCRIPTED_MODELS: Registry[Responder] = Registry("scripted model", check_name=_scripted_name, load=load_backends)
 
 
 def register_scripted_model(name: str, responder: Responder) -> Responder:
     """Make ``responder`` the scripted model ``name`` (the same function again changes nothing; another
     function under a taken name is an error). Returns it, so it can decorate:
     ``register_scripted_model("mine", mine)`` or ``@functools.partial(register_scripted_model, "mine")``."""
-    if not name or name != name.strip() or any(c.isspace() for c in name):
-        raise ConfigError(f"a scripted model's name is one word, got {name!r}")
-    known = SCRIPTED_MODELS.get(name)
-    if known is not None and known is not responder:
-        raise ConfigError(f"scripted model {name!r} is already registered by {known.__module__}.{known.__qualname__}")
-    SCRIPTED_MODELS[name] = responder
-    return responder
+    return SCRIPTED_MODELS.register(name, responder)
 
 
-def scripted_models() -> dict[str, Responder]:
-    """Every registered scripted model, by name; installed plug-ins (``moot.backends``) load on the first call."""
-    from moot.plugins import load_backends
-
-    load_backends()
+def scripted_models() -> Registry[Responder]:
+    """Every registered scripted model, by name; installed plug-ins (``moot.backends``) load on the first read."""
     return SCRIPTED_MODELS
 
 

@@ -20,7 +20,8 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from moot.errors import ConfigError
-from moot.plugins import same_definition
+from moot.plugins import load_backends
+from moot.registry import Registry
 
 if TYPE_CHECKING:
     from moot.backends.base import Backend
@@ -58,6 +59,8 @@ class BackendSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     summary: ClassVar[str] = ""
+    # its ``model`` is a registered model name or a GGUF file: `moot run --model` checks the name before building
+    gguf_model: ClassVar[bool] = False
     kind: str
     model: str | None = None
     logprobs: bool = Field(
@@ -112,7 +115,8 @@ class BackendSettings(BaseModel):
         return self.model_name()
 
 
-BACKEND_KINDS: dict[str, type[BackendSettings]] = {}  # by kind, in registration order (built-ins first)
+# by kind, in registration order (built-ins first); reading it loads installed plug-ins first, so `moot --help` loads none
+BACKEND_KINDS: Registry[type[BackendSettings]] = Registry("backend kind", load=load_backends)
 _B = TypeVar("_B", bound=type[BackendSettings])
 
 
@@ -122,24 +126,12 @@ def register_backend(cls: _B) -> _B:
     kind = cls.__pydantic_fields__["kind"].default
     if not isinstance(kind, str) or not kind.strip() or kind != kind.strip():
         raise ConfigError(f"{cls.__name__} needs a default kind, e.g. kind: Literal['mine'] = 'mine'")
-    known = BACKEND_KINDS.get(kind)
-    # the same class (its module run again, or a copy of its file) replaces itself; another, even of the same name
-    # in another plug-in file, is refused: it would silently replace the backend every run of that kind means
-    if known is not None and not same_definition(known, cls):
-        raise ConfigError(
-            f"backend kind {kind!r} is already registered by {known.__module__}.{known.__qualname__}; "
-            f"{cls.__module__}.{cls.__qualname__} cannot register it too"
-        )
-    BACKEND_KINDS[kind] = cls
+    BACKEND_KINDS.register(kind, cls)
     return cls
 
 
-def backend_kinds() -> dict[str, type[BackendSettings]]:
-    """Every registered backend kind, by name; the first call loads installed plug-ins (entry points
-    ``moot.backends``), so ``moot --help`` loads none."""
-    from moot.plugins import load_backends
-
-    load_backends()
+def backend_kinds() -> Registry[type[BackendSettings]]:
+    """Every registered backend kind, by name (installed plug-ins load on the first read)."""
     return BACKEND_KINDS
 
 

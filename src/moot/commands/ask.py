@@ -36,7 +36,7 @@ def ask(
     """Debate one question, shown round by round as it happens (nothing is stored)."""
     from rich.panel import Panel
 
-    from moot.runner.config import resolve_condition
+    from moot.runner.config_resolve import resolve_condition
     from moot.runner.evaluate import build_agents, check_agents, close_agents, evaluate
     from moot.runner.options import AgentOptions
     from moot.runner.summary import tie_broken

@@ -22,7 +22,7 @@ def protocols_list(ctx: typer.Context) -> None:
     """List the protocol presets, one line each."""
     if ctx.invoked_subcommand is not None:
         return
-    from moot.debate.protocols import PRESETS
+    from moot.debate.protocol_presets import PRESETS
 
     table = Table()
     for column in ("preset", "agents × rounds", "calls per round", "reproduces"):
@@ -65,7 +65,7 @@ def protocols_show(
     rounds: Rounds = None,
 ) -> None:
     """Print a preset's resolved components and its model calls per round."""
-    from moot.debate.protocols import resolve_protocol
+    from moot.debate.protocol_presets import resolve_protocol
 
     spec = resolve_protocol(name, agents=agents, rounds=rounds)
     table = Table(title=spec.name, title_justify="left", show_header=False)

@@ -212,10 +212,12 @@ def run(
     Prints each agent's answer per round, the final answer and whether it is right, then the totals.
     """
     from moot.errors import ConfigError
-    from moot.runner.config import load_experiment
-    from moot.runner.experiment import Experiment, RunOptions, check_output, store_path
+    from moot.runner.config_files import load_experiment
+    from moot.runner.experiment import Experiment
     from moot.runner.options import AgentOptions, FileTaskOptions
+    from moot.runner.session import RunOptions
     from moot.runner.shards import parse_shard
+    from moot.runner.store_paths import check_output, store_path
     from moot.trace import check_trace
 
     part = parse_shard(shard) if shard is not None else None  # a bad spec is refused before anything else

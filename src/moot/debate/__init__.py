@@ -11,7 +11,8 @@ if TYPE_CHECKING:
     from moot.debate.agents import Agent, AgentSpec, Sampling
     from moot.debate.components.history import HISTORY_MODE
     from moot.debate.engine import ROUND_CONVENTION, run_debate
-    from moot.debate.protocols import PRESETS, ProtocolSpec, TieRule, resolve_protocol
+    from moot.debate.protocol_presets import PRESETS, resolve_protocol
+    from moot.debate.protocols import ProtocolSpec, TieRule
     from moot.debate.records import DebateResult, FinalStatus, RoundRecord, Turn, Vote
 
 __all__ = [
@@ -38,7 +39,8 @@ __getattr__, __dir__ = lazy_exports(
         **dict.fromkeys(("Agent", "AgentSpec", "Sampling"), "moot.debate.agents"),
         "HISTORY_MODE": "moot.debate.components.history",
         **dict.fromkeys(("ROUND_CONVENTION", "run_debate"), "moot.debate.engine"),
-        **dict.fromkeys(("PRESETS", "ProtocolSpec", "TieRule", "resolve_protocol"), "moot.debate.protocols"),
+        **dict.fromkeys(("PRESETS", "resolve_protocol"), "moot.debate.protocol_presets"),
+        **dict.fromkeys(("ProtocolSpec", "TieRule"), "moot.debate.protocols"),
         **dict.fromkeys(("DebateResult", "FinalStatus", "RoundRecord", "Turn", "Vote"), "moot.debate.records"),
     },
 )

@@ -25,7 +25,9 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from moot.errors import ConfigError
-from moot.plugins import FILE_PLUGIN, plugin_code, same_definition
+from moot.plugins import plugin_code
+from moot.registry import FILE_PLUGIN as FILE_PLUGIN
+from moot.registry import Registry
 
 FAMILIES = (
     "schedule",
@@ -76,7 +78,25 @@ class Component(BaseModel):
 _BASES: dict[str, type[Component]] = {}
 
 
-_REGISTRY: dict[str, dict[str, type[Component]]] = {family: {} for family in FAMILIES}
+_rules_loaded = False
+
+
+def _load_rules() -> None:
+    """Fill every family's registry, once: moot's own rules (``_discover``), then installed plug-ins' (entry
+    points ``moot.components``)."""
+    global _rules_loaded
+    if _rules_loaded:
+        return
+    _rules_loaded = True
+    from moot.plugins import load_components
+
+    _discover()
+    load_components()
+
+
+_REGISTRY: dict[str, Registry[type[Component]]] = {
+    family: Registry(f"{family} rule", load=_load_rules, error=ValueError) for family in FAMILIES
+}
 _C = TypeVar("_C", bound=type[Component])
 
 
@@ -88,24 +108,8 @@ def register(cls: _C) -> _C:
     kind = cls.__pydantic_fields__["kind"].default
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"{cls.__name__} needs a default kind, e.g. kind: Literal['mine'] = 'mine'")
-    known = _REGISTRY[family].get(kind)
-    # the same class (its module re-run, or a copy of its file) replaces itself; any other class, even of the same
-    # name in another plug-in file, is refused: it would silently replace the rule every run of that name means
-    if known is not None and not same_definition(known, cls):
-        raise ValueError(
-            f"{family} rule {kind!r} is already registered by {_where(known)}; {_where(cls)} cannot register it too"
-        )
-    _REGISTRY[family][kind] = cls
+    _REGISTRY[family].register(kind, cls)
     return cls
-
-
-def _where(cls: type) -> str:
-    """How an error names a rule's class: a plug-in file by its path, a module by its name."""
-    module = sys.modules.get(cls.__module__)
-    path = getattr(module, "__file__", None)
-    if cls.__module__.startswith(FILE_PLUGIN) and path:
-        return f"{cls.__qualname__} in {path}"
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 BUILT_IN = ("moot.debate.components", "moot.debate.schedules")  # the packages whose modules hold moot's own rules
@@ -123,18 +127,10 @@ def _discover() -> None:
             importlib.import_module(info.name)
 
 
-_discovered = False
-
-
-def rules(family: str) -> dict[str, type[Component]]:
-    """The registered rules of ``family``, by name."""
-    global _discovered
-    if not _discovered:
-        _discovered = True
-        _discover()
-        from moot.plugins import load_components
-
-        load_components()  # installed plug-ins (entry points "moot.components")
+def rules(family: str) -> Registry[type[Component]]:
+    """The registered rules of ``family``, by name (the first look-up of any family imports moot's own rules and
+    installed plug-ins')."""
+    _REGISTRY[family].loaded()
     return _REGISTRY[family]
 
 
@@ -162,6 +158,7 @@ def parse(family: str, value: Any, stored: bool = False) -> Component:
         return _unregistered(family).model_validate(value)
     if kind not in known:
         raise ValueError(f"unknown {family} rule {kind!r}; known: {', '.join(known)}")
+    assert isinstance(kind, str)
     rule = known[kind]
     value = {k: v for k, v in value.items() if k in rule.model_fields or rule.legacy_defaults.get(k, _ABSENT) != v}
     return rule.model_validate(value)
@@ -252,7 +249,7 @@ def template_hashes() -> dict[str, str]:
     import inspect
 
     from moot.tasks import TASKS, load_installed, new_task
-    from moot.tasks.datafile import ChoiceFileTask, NumberFileTask, TextFileTask
+    from moot.tasks.datafile import FILE_FORMATS
 
     by_family = {family: rules(family) for family in FAMILIES}  # imports every rule's module, and its templates
     load_installed()
@@ -261,7 +258,7 @@ def template_hashes() -> dict[str, str]:
         for kind, cls in found.items():
             sources[f"{family}:{kind}"] = inspect.getsource(cls)
     task_classes = [factory if isinstance(factory, type) else type(new_task(name)) for name, factory in TASKS.items()]
-    for task_class in [*task_classes, NumberFileTask, TextFileTask, ChoiceFileTask]:  # a data file's formats
+    for task_class in [*task_classes, *FILE_FORMATS.values()]:  # a data file's formats
         for cls in task_class.__mro__:
             if cls.__module__ not in ("builtins", "abc", "typing"):
                 sources[f"task:{cls.__module__}.{cls.__qualname__}"] = inspect.getsource(cls)

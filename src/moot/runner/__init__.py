@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 from moot.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from moot.runner.config import ExperimentConfig, load_experiment, parse_experiment
+    from moot.runner.config import ExperimentConfig
+    from moot.runner.config_files import load_experiment, parse_experiment
     from moot.runner.evaluate import EvalResult, build_agents, close_agents, evaluate, uniform_agents
-    from moot.runner.experiment import Experiment, RunOptions, RunOutcome, run_experiment
+    from moot.runner.experiment import Experiment, run_experiment
+    from moot.runner.session import RunOptions, RunOutcome
 
 __all__ = [
     "EvalResult",
@@ -32,11 +34,13 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        **dict.fromkeys(("ExperimentConfig", "load_experiment", "parse_experiment"), "moot.runner.config"),
+        "ExperimentConfig": "moot.runner.config",
+        **dict.fromkeys(("load_experiment", "parse_experiment"), "moot.runner.config_files"),
         **dict.fromkeys(
             ("EvalResult", "build_agents", "close_agents", "evaluate", "uniform_agents"), "moot.runner.evaluate"
         ),
-        **dict.fromkeys(("Experiment", "RunOptions", "RunOutcome", "run_experiment"), "moot.runner.experiment"),
+        **dict.fromkeys(("Experiment", "run_experiment"), "moot.runner.experiment"),
+        **dict.fromkeys(("RunOptions", "RunOutcome"), "moot.runner.session"),
     },
 )
 

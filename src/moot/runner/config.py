@@ -2,17 +2,16 @@
 
 Every error names the key and the problem. The resolved form (every condition's
 protocol and full agent list) is what the store keeps and what a rerun is compared against.
+
+This module holds the configuration types (``ExperimentConfig`` and its tables, ``ResolvedCondition``);
+``config_files`` reads and validates an experiment file (``load_experiment``, ``parse_experiment``), and
+``config_resolve`` resolves its conditions and fingerprint (``resolve``, ``results_fingerprint``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import tomllib
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import (
     AfterValidator,
@@ -20,17 +19,15 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
-    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
 )
 
-from moot.backends.config import BackendConfig, default_backend
+from moot.backends.config import BackendConfig
 from moot.debate.agents import AgentSpec, Sampling
-from moot.debate.protocols import COMPONENT_FIELDS, PRESETS, ProtocolSpec, resolve_protocol
-from moot.debate.registry import STORED, load_plugin, plugin_file
-from moot.errors import ConfigError, MootError
+from moot.debate.protocol_presets import COMPONENT_FIELDS
+from moot.debate.protocols import ProtocolSpec
 from moot.limits import (
     MAX_GENERATED_QUESTIONS,
     MAX_PLANNED_RESULTS,
@@ -81,8 +78,10 @@ class TaskSelection(StrictModel):
     count: int | None = Field(default=None, ge=1)
     seed: int = Field(default=0, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     ids: tuple[str, ...] | None = None
-    format: Literal["number", "choice", "text"] | None = Field(
-        default=None, description="a data file as a task: how its answers are asked, read and scored"
+    format: str | None = Field(
+        default=None,
+        description="a data file as a task: how its answers are asked, read and scored (a registered format: "
+        "number, choice, text, or a plug-in's)",
     )
     fields: dict[str, str] | None = Field(
         default=None, description="with format: the file's column for question, answer, choices (choice) and id"
@@ -99,6 +98,16 @@ class TaskSelection(StrictModel):
         if self.ids is not None and len(set(self.ids)) != len(self.ids):
             raise ValueError("ids must be unique")
         return self
+
+    @field_validator("format")
+    @classmethod
+    def _format(cls, value: str | None) -> str | None:
+        """A registered data-file format (moot.tasks.datafile.FILE_FORMATS); an unknown one names the known."""
+        from moot.tasks.datafile import unknown_format
+
+        if value is not None and (problem := unknown_format(value)) is not None:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _data_file_task(self) -> TaskSelection:
@@ -161,7 +170,7 @@ class AgentTemplate(StrictModel):
 
 class ProtocolOverrides(StrictModel):
     """Component choices that override a preset's. Their keys are the protocol's own component fields
-    (moot.debate.protocols.COMPONENT_FIELDS: every component slot, the tie rule and moot 0.1's flat
+    (moot.debate.protocol_presets.COMPONENT_FIELDS: every component slot, the tie rule and moot 0.1's flat
     settings), given at the top level of a condition or preset table; they are validated when the
     protocol is resolved, by the components themselves."""
 
@@ -436,287 +445,3 @@ class ResolvedCondition(StrictModel):
     protocol: ProtocolSpec
     agents: tuple[AgentSpec, ...]
     judge: AgentSpec | None = None
-
-
-def _merge(base: AgentTemplate, override: AgentTemplate) -> AgentTemplate:
-    return base.model_copy(update=override.model_dump(exclude_unset=True, exclude_none=True))
-
-
-def resolve_presets(presets: dict[str, PresetConfig]) -> dict[str, ProtocolSpec]:
-    """User presets as protocol specs (a preset may build on an earlier one)."""
-    resolved: dict[str, ProtocolSpec] = {}
-    for name, preset in presets.items():
-        if name in PRESETS:
-            raise ConfigError(f"presets.{name}: the name of a built-in preset")
-        try:
-            spec = resolve_protocol(
-                preset.base,
-                agents=preset.agents,
-                rounds=preset.rounds,
-                components=preset.components,
-                presets=resolved,
-            )
-        except ConfigError as exc:
-            raise ConfigError(f"presets.{name}: {exc}") from None
-        resolved[name] = spec.model_copy(update={"name": name, "reference": preset.reference or spec.reference})
-    return resolved
-
-
-def helper_sampling(protocol: ProtocolSpec, first: AgentSpec) -> Sampling:
-    """How a condition's helper samples unless its ``judge`` table says otherwise. A protocol's helper (Liang's
-    moderator and final judge, the stopping study's judge, DAR's filter) samples as the agents do: each
-    paper's code passes its one sampling setting to every role (Liang et al.: temperature 0 for all players;
-    the stopping study: gpt-4o-mini at temperature 0.0 throughout; DAR: temperature 1.0, top_p 0.9 for agents
-    and filter alike). A judge that only scores a task (biographies' fact checker) is a measuring instrument,
-    not part of the protocol: greedy (temperature 0)."""
-    return first.sampling if protocol.needs_judge else Sampling(temperature=0.0)
-
-
-def resolve_condition(
-    condition: ConditionConfig,
-    default: AgentTemplate,
-    where: str,
-    presets: dict[str, ProtocolSpec] | None = None,
-    *,
-    judged_tasks: bool = False,
-) -> ResolvedCondition:
-    """The condition spelled out. Its judge is resolved when the protocol needs one or the condition
-    names one; naming one is an error unless the protocol or a task (``judged_tasks``) uses it."""
-    count = len(condition.agents) if isinstance(condition.agents, list) else condition.agents
-    try:
-        protocol = resolve_protocol(
-            condition.protocol,
-            agents=count,
-            rounds=condition.rounds,
-            components=condition.components,
-            presets=presets,
-        )
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    templates = condition.agents if isinstance(condition.agents, list) else [AgentTemplate()] * protocol.agents
-    agents = []
-    for i, template in enumerate(templates, 1):
-        merged = _merge(default, template)
-        agents.append(
-            AgentSpec(
-                name=template.name or f"agent-{i}",
-                backend=merged.backend or default_backend(),
-                sampling=merged.sampling or Sampling(),
-                persona=merged.persona,
-                agreement=merged.agreement,
-            )
-        )
-    if protocol.needs_logprobs:
-        for agent in agents:
-            if not agent.backend.logprobs:
-                raise ConfigError(
-                    f"{where}: protocol {protocol.name!r} needs log-probabilities, but agent {agent.name}'s backend "
-                    "says it cannot give them (logprobs = false)"
-                )
-    models = {a.backend for a in agents}
-    if len(models) < protocol.min_models:
-        raise ConfigError(
-            f"{where}.agents: protocol {protocol.name!r} needs agents of at least {protocol.min_models} different "
-            f"models; all {len(agents)} run {agents[0].backend.model_name()} (give each agent its backend in "
-            "[[conditions.agents]])"
-        )
-    if len({a.name for a in agents} | {"judge"}) != len(agents) + 1:
-        raise ConfigError(f"{where}.agents: agent names must be unique and not 'judge'")
-    judge = None
-    if condition.judge is not None and not protocol.needs_judge and not judged_tasks:
-        raise ConfigError(
-            f"{where}.judge: protocol {protocol.name!r} has no judge (its stopping is not 'judge') and no task "
-            "of the experiment is scored by one (biographies is)"
-        )
-    if protocol.needs_judge or condition.judge is not None:
-        first = agents[0]
-        merged = _merge(
-            AgentTemplate(backend=first.backend, sampling=helper_sampling(protocol, first)),
-            condition.judge or AgentTemplate(),
-        )
-        judge = AgentSpec(
-            name="judge",
-            backend=merged.backend or first.backend,
-            sampling=merged.sampling or Sampling(),
-            persona=merged.persona,
-        )
-    return ResolvedCondition(name=condition.name, protocol=protocol, agents=tuple(agents), judge=judge)
-
-
-def _locate(key: str, index: int) -> str:
-    return f"{key}.{index}"
-
-
-def build_tasks(config: ExperimentConfig, where: Callable[[str, int], str] | None = None) -> tuple[Task, ...]:
-    """The task of each selection, in order (a data file is read and checked once here: build them once and
-    hand them to ``resolve`` and the runner). An error begins with where it is, as ``resolve``'s do."""
-    locate = where or _locate
-    tasks = []
-    for i, selection in enumerate(config.tasks):
-        try:
-            tasks.append(task_of(selection))
-        except MootError as exc:
-            raise ConfigError(f"{locate('tasks', i)}: {exc}") from None
-    return tuple(tasks)
-
-
-def resolve(
-    config: ExperimentConfig,
-    where: Callable[[str, int], str] | None = None,
-    tasks: Sequence[Task] | None = None,
-) -> tuple[ResolvedCondition, ...]:
-    """Resolve every condition, checking that its protocol and tasks exist (``tasks``: those of
-    ``build_tasks``, built here when not given). An error begins with where it is: ``where(key, index)``,
-    by default the file's key (``tasks.0``, ``conditions.1``); the command line names its options instead."""
-    locate = where or _locate
-    built = build_tasks(config, where) if tasks is None else tasks
-    judged = any(getattr(task, "metric_uses_judge", False) for task in built)
-    presets = resolve_presets(config.presets)
-    conditions = tuple(
-        resolve_condition(c, config.agent, locate("conditions", i), presets, judged_tasks=judged)
-        for i, c in enumerate(config.conditions)
-    )
-    for i, condition in enumerate(conditions):
-        for task in built:
-            for component in condition.protocol.components():
-                try:
-                    component.check_task(task)
-                except ConfigError as exc:
-                    raise ConfigError(f"{locate('conditions', i)}: {exc}") from None
-    return conditions
-
-
-def results_fingerprint(config: ExperimentConfig, conditions: tuple[ResolvedCondition, ...]) -> dict[str, Any]:
-    """Everything results depend on (not output path, calls_from, concurrency or prices: a call replayed from
-    another store is the very call this run would make)."""
-    return {
-        "seeds": list(config.seeds),
-        "share_round0": config.share_round0,
-        "tasks": [t.model_dump(mode="json") | {"data_sha256": _data_digest(t.data)} for t in config.tasks],
-        "conditions": [c.model_dump(mode="json") for c in conditions],
-    }
-
-
-def _data_digest(data: str | None) -> str | None:
-    """sha256 of a local data file, so that a changed file never resumes an old run."""
-    if data is None or data == "hub" or not Path(data).is_file():
-        return None
-    return hashlib.sha256(Path(data).read_bytes()).hexdigest()
-
-
-def fingerprint_hash(fingerprint: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
-
-
-def experiment_hash(config: ExperimentConfig) -> str:
-    """The hash of everything an experiment's results depend on: its store's ``fingerprint_hash``."""
-    return fingerprint_hash(results_fingerprint(config, resolve(config)))
-
-
-def _format_error(exc: ValidationError, source: str) -> ConfigError:
-    """One line naming every problem's key: 'file: key: problem; key: problem'.
-
-    A list left too short only because an item of it is invalid (pydantic counts the items that validated:
-    one bad condition of one is also "conditions: at least 1 item") names the item's problem alone."""
-    errors = exc.errors()
-    below = {error["loc"][:n] for error in errors for n in range(1, len(error["loc"]))}  # where an error lies under
-    errors = [e for e in errors if not (e["type"] == "too_short" and e["loc"] in below)]
-    problems = []
-    for error in errors[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        if error["type"] == "extra_forbidden":
-            problem = "unknown key"
-        elif error["type"] == "missing":
-            problem = "required key is missing"
-        else:
-            problem = error["msg"].removeprefix("Value error, ")
-        problems.append(f"{where}: {problem}")
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return ConfigError(f"{source}: {'; '.join(problems)}{more}")
-
-
-def parse_experiment(data: dict[str, Any], source: str = "experiment", base: Path | None = None) -> ExperimentConfig:
-    """Validate an experiment table. A task's ``data`` file is relative to ``base``, the experiment file's
-    folder (``hub`` is not a path); without ``base``, to the working directory.
-
-    Its ``plugins`` are Python files, run when loaded: an experiment file that names any must be trusted
-    like a script. Each must lie in ``base`` or below it (``_plugin_files``), and none runs before every
-    other key validates: the table is validated first with what a plug-in registers (a rule, a backend
-    kind) taken as written, then the plug-ins are loaded and it is validated again, now against them."""
-    if base is not None and isinstance(data.get("tasks"), list):
-        data = {**data, "tasks": [_data_against(task, base) for task in data["tasks"]]}
-    plugins = _plugin_files(data.get("plugins", ()), source, base)
-    if plugins:
-        data = {**data, "plugins": [str(path) for path in plugins]}
-        _validate(data, source, STORED)  # as a stored run is read: a plug-in's names are kept as data
-        for path in plugins:
-            try:
-                load_plugin(path)
-            except ConfigError as exc:
-                raise ConfigError(f"{source}: plugins: {exc}") from None
-    return _validate(data, source)
-
-
-def _validate(data: dict[str, Any], source: str, context: dict[str, Any] | None = None) -> ExperimentConfig:
-    try:
-        return ExperimentConfig.model_validate(data, context=context)
-    except ValidationError as exc:
-        raise _format_error(exc, source) from None
-
-
-def _plugin_files(plugins: Any, source: str, base: Path | None) -> list[Path]:
-    """The files ``plugins`` names, resolved against ``base`` (else the working folder), each a file in that
-    folder or below it (a ConfigError for a '..' escape, a path or a link outside it, a missing file); none
-    when ``plugins`` is not a list of paths (its validation says why)."""
-    if not isinstance(plugins, list | tuple) or not all(isinstance(p, str) for p in plugins):
-        return []
-    folder = (base or Path.cwd()).resolve()
-    where = "the experiment file's folder" if base is not None else "the working folder"
-    files = []
-    for plugin in plugins:
-        path = (folder / Path(plugin).expanduser()).resolve()
-        if not path.is_relative_to(folder):
-            raise ConfigError(
-                f"{source}: plugins: {plugin} is outside {where} ({folder}); a plug-in runs as code, so an "
-                "experiment file may name only files in its own folder or below (load another with moot --plugin)"
-            )
-        try:
-            files.append(plugin_file(path))
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: plugins: {exc}") from None
-    return files
-
-
-def _data_against(task: Any, base: Path) -> Any:
-    """A ``[[tasks]]`` table whose ``data`` path is joined to ``base`` (kept relative when ``base`` is: an
-    experiment file in the working directory keeps its ``data`` as written, and so its fingerprint)."""
-    if not isinstance(task, dict) or not isinstance(task.get("data"), str) or task["data"] in ("hub", ""):
-        return task
-    return {**task, "data": os.path.normpath(base / Path(task["data"]).expanduser())}
-
-
-def load_experiment(path: Path) -> ExperimentConfig:
-    """Read and validate an experiment TOML file."""
-    return parse_experiment(read_toml(path), str(path), path.parent)
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """A TOML file's table; an unreadable file, text that is not UTF-8 or malformed TOML is one ConfigError."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"{path}: line {line}: not UTF-8 text") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: malformed TOML: arrays or tables nested too deeply") from None
-    except ValueError as exc:  # an integer of more than 4,300 digits (Python's int conversion limit)
-        raise ConfigError(f"{path}: malformed TOML: {str(exc).split(':')[0]}") from None
-    return data

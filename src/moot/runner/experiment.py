@@ -16,7 +16,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,38 +34,19 @@ from moot.debate.records import DebateResult, FinalStatus, RoundRecord, StopReas
 from moot.debate.registry import template_hashes
 from moot.errors import ConfigError
 from moot.runner.cache import CallCache, NotStored, RecordingCaller
-from moot.runner.config import (
-    ExperimentConfig,
-    ResolvedCondition,
-    TaskSelection,
-    build_tasks,
-    experiment_hash,
-    fingerprint_hash,
-    resolve,
-    results_fingerprint,
-)
+from moot.runner.config import ExperimentConfig
+from moot.runner.config_resolve import build_tasks, fingerprint_hash, resolve, results_fingerprint
 from moot.runner.evaluate import build_agents, check_agents, request_widths
-from moot.runner.shards import Shard, members, shard_output
+from moot.runner.session import RunOptions, RunOutcome
+from moot.runner.shards import Shard, members
 from moot.runner.spend import BudgetStop, Spent, reached, stored_spend
 from moot.runner.store import RunStore, StoreError, StoreLock
 from moot.runner.store.ledger import BatchLedger
+from moot.runner.store_paths import _creates_folder, check_output, store_path
 from moot.runner.summary import summary_json
-from moot.tasks import MetricContext, Question, Task
+from moot.runner.units import Unit, round0_sharing, select_questions
+from moot.tasks import MetricContext
 from moot.trace import Trace
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How a session runs. ``conditions``: only these arms' questions are run this session (None: every
-    arm); the store is still the whole experiment's, so a later session runs the others."""
-
-    use_cache: bool = True
-    retry_errors: bool = False
-    conditions: tuple[str, ...] | None = None
-    trace: Path | None = None  # ``--trace``: a JSON line per model call made (moot.trace)
-    # ``--replay-only``: make no model call; a question some of whose calls are stored nowhere is left unstored
-    # for a later run (a rebuild that re-reads stored replies with the current code, after a reader's fix)
-    replay_only: bool = False
 
 
 class StopAfter(Stopping):
@@ -77,117 +58,6 @@ class StopAfter(Stopping):
 
     def reason(self, history: Sequence[RoundRecord]) -> str | None:
         return StopReason.MAX_ROUNDS if len(history) >= self.rounds else None
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One question under one condition with one seed: the unit of work, storage and resume."""
-
-    condition: ResolvedCondition
-    task: Task
-    question: Question
-    seed: int
-
-    @property
-    def key(self) -> tuple[str, str, str, int]:
-        return (self.condition.name, self.task.name, self.question.id, self.seed)
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    store_path: Path
-    units: int
-    skipped: int
-    ran: int
-    calls: int
-    replayed: int
-    copied: int  # of replayed: calls copied from other runs' stores (calls_from)
-    errors: int
-    wall_s: float
-    left: int = 0  # ``--replay-only``: questions not stored because some call of theirs is stored nowhere
-    stopped: BudgetStop | None = None  # the ``[budget]`` cap that stopped the run (None: not stopped by one)
-    spent: Spent | None = None  # the store's total spend when the session ended (with a ``[budget]``)
-
-
-RUNS = Path("runs")  # the default stores' folder: the only folder moot creates (in an existing one)
-
-
-def default_output(config: ExperimentConfig) -> Path:
-    """runs/<name>-<hash of what results depend on>.sqlite: the same experiment finds its store again."""
-    digest = experiment_hash(config)[:10]
-    return RUNS / f"{config.name}-{digest}.sqlite"
-
-
-def store_path(config: ExperimentConfig, output: Path | None = None, shard: Shard | None = None) -> Path:
-    """The run's store: ``output`` as given; else the experiment's ``output`` or its default path, a shard's
-    with ``.shard-I-of-N`` before the suffix (``moot.runner.shards.shard_output``)."""
-    if output is not None:
-        return output
-    path = config.output or default_output(config)
-    return shard_output(path, shard) if shard is not None else path
-
-
-def _creates_folder(path: Path) -> bool:
-    """Whether moot creates the store's folder: a missing ``runs`` folder inside an existing one (the default
-    ``./runs``), never its parents."""
-    parent = path.parent
-    return parent.name == RUNS.name and not parent.exists() and parent.parent.is_dir()
-
-
-def check_output(path: Path) -> None:
-    """A store's path is used as given, but moot creates no folder above it except a ``runs`` folder in an
-    existing one (the default ``./runs``): any other folder must exist. A ConfigError says why a path cannot
-    hold a store."""
-    text = str(path)
-    if "\0" in text:
-        raise ConfigError(f"output {text!r}: a path must not hold NUL")
-    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in path.parts):
-        raise ConfigError(f"output {text[:80]!r}...: a file or folder name is at most 255 bytes")
-    try:
-        if path.is_dir():
-            raise ConfigError(f"output {path}: is a folder; name the store's file, e.g. {path / 'run.sqlite'}")
-        parent = path.parent
-        if parent.is_dir() or _creates_folder(path):
-            return
-        problem = "is not a folder" if parent.exists() else "does not exist"
-    except OSError as exc:  # a path the system refuses (too long, a loop of links...)
-        raise ConfigError(f"output {text[:80]}: {exc.strerror}") from None
-    raise ConfigError(
-        f"output {path}: the folder {parent} {problem}; moot creates no folder but a runs folder in an existing "
-        "one (create it first)"
-    )
-
-
-def select_questions(task: Task, selection: TaskSelection, where: str) -> list[Question]:
-    if selection.split is not None and selection.split not in task.splits:
-        raise ConfigError(f"{where}.split: task {task.name} has splits {', '.join(task.splits)}")
-    try:
-        if selection.ids is not None:
-            return task.by_ids(selection.ids, selection.split)
-        if selection.count is None:  # a data file task given neither count nor ids: every row, in file order
-            from moot.tasks.data import DatasetTask
-
-            assert isinstance(task, DatasetTask), "only a data file task may omit count and ids"
-            return list(task.items(selection.split))
-        return task.questions(selection.count, selection.seed, selection.split)
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-
-
-def round0_sharing(conditions: tuple[ResolvedCondition, ...], share: bool) -> dict[str, list[str]]:
-    """For each condition, the conditions whose round-0 calls it shares (same agent spec and name, and both
-    starting from independent answers: Liang's debaters do not)."""
-    if not share:
-        return {c.name: [] for c in conditions}
-    specs = {c.name: {a.name: a for a in c.agents} if c.protocol.style.shares_round0() else {} for c in conditions}
-    return {
-        c.name: [
-            other.name
-            for other in conditions
-            if other.name != c.name and any(specs[other.name].get(a.name) == a for a in c.agents)
-        ]
-        for c in conditions
-    }
 
 
 class Experiment:

@@ -9,20 +9,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from moot.backends.config import backend_kinds, parse_backend
+from moot.backends.config import DEFAULT_KIND, backend_kinds, parse_backend
 from moot.debate.agents import Sampling
 from moot.debate.components.aggregation import TIE_RULES, TieRule
-from moot.debate.protocols import COMPONENT_FIELDS, resolve_protocol
+from moot.debate.protocol_presets import COMPONENT_FIELDS, resolve_protocol
 from moot.errors import ConfigError, MootError
 from moot.limits import SEED_RANGE, safe_name
-from moot.runner.config import (
-    AgentTemplate,
-    ConditionConfig,
-    ExperimentConfig,
-    TaskSelection,
-    _format_error,
-    resolve,
-)
+from moot.runner.config import AgentTemplate, ConditionConfig, ExperimentConfig, TaskSelection
+from moot.runner.config_files import _format_error
+from moot.runner.config_resolve import resolve
 
 
 class AgentOptions(BaseModel):
@@ -93,7 +88,7 @@ class AgentOptions(BaseModel):
         return [flags.get(name, "--" + name.replace("_", "-")) for name, value in self if value is not None]
 
     def agent_template(self) -> AgentTemplate:
-        if self.model is not None and self.backend in GGUF_BACKENDS:
+        if self.model is not None and backend_kinds()[self.backend or DEFAULT_KIND].gguf_model:
             from moot.models import check_model_name
 
             _option("--model", check_model_name, self.model)  # a typo is named before anything is built
@@ -207,9 +202,6 @@ def _file_task_selection(task: str, data: str | None, keys: dict[str, Any]) -> N
         raise ConfigError(
             f"options --task/--data/--format/--field/--prompt: {where + ': ' if where else ''}{message}"
         ) from None
-
-
-GGUF_BACKENDS = (None, "local", "llama-cpp")  # the backends whose --model is a registered name or a GGUF file
 
 
 def _option(flag: str, check: Any, value: str) -> None:

@@ -52,7 +52,8 @@ from moot.runner.spend import Spent, stored_spend
 from moot.tasks import MetricContext
 
 if TYPE_CHECKING:
-    from moot.runner.experiment import Experiment, Unit
+    from moot.runner.experiment import Experiment
+    from moot.runner.units import Unit
 
 REQUEST_ALLOWANCE = 48  # a chat template's tokens per request: its generation prompt, a default system prompt
 MESSAGE_ALLOWANCE = 8  # a chat template's tokens around one message (role markers, separators)

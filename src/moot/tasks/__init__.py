@@ -3,10 +3,10 @@
 ``get_task(name)`` builds a task reading its offline data (or generating its questions);
 ``get_task(name, data="hub")`` reads the Hugging Face hub instead, and
 ``get_task(name, data=PATH)`` (or ``load_local(task, PATH)``) a local JSONL or CSV file
-in the task's schema. Parametrised names: ``mmlu:<subject>[,<subject>...]``,
-``hh-rlhf:<subset>`` (e.g. harmless-base), ``chess-move:<depth>``, ``knights:<n>`` (n people, 2 to 8),
-``gsm8k:math-verify`` (GSM8K graded
-by the MATH task's grader: symbolic equivalence with math-verify).
+in the task's schema. Each task module registers its own tasks (``moot.tasks.registry``). Parametrised
+names: ``mmlu:<subject>[,<subject>...]``, ``hh-rlhf:<subset>`` (e.g. harmless-base), ``chess-move:<depth>``,
+``knights:<n>`` (n people, 2 to 8), ``gsm8k:math-verify`` (GSM8K graded by the MATH task's grader: symbolic
+equivalence with math-verify).
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from moot.errors import ConfigError, unknown_name
-from moot.limits import MAX_STOCKFISH_DEPTH
-from moot.tasks.arc import ARCChallengeTask
-from moot.tasks.arithmetic import ArithmeticTask
 from moot.tasks.base import (
     DataSource,
     Extraction,
@@ -29,74 +26,7 @@ from moot.tasks.base import (
     TaskCard,
     TaskMetric,
 )
-from moot.tasks.biographies import BiographiesTask
-from moot.tasks.chess_tasks import ChessMoveTask, ChessValidityTask
-from moot.tasks.csqa import CommonsenseQATask
-from moot.tasks.gpqa import GPQATask
-from moot.tasks.gsm8k import GSM8KMathVerifyTask, GSM8KTask
-from moot.tasks.hellaswag import HellaSwagTask
-from moot.tasks.hh_rlhf import HHRLHFTask
-from moot.tasks.knights import MAX_PEOPLE, MIN_PEOPLE, KnightsTask
-from moot.tasks.math_task import MathTask
-from moot.tasks.mathgrade import require_math_verify
-from moot.tasks.mmlu import PRESETS, MMLUTask
-from moot.tasks.quality import QualityTask
-
-TASKS: dict[str, Callable[[], Task]] = {
-    "arithmetic": ArithmeticTask,
-    "gsm8k": GSM8KTask,
-    "math": MathTask,
-    "mmlu": MMLUTask,
-    **{name: (lambda name=name: MMLUTask(PRESETS[name], name=name)) for name in PRESETS},  # type: ignore[misc]
-    "csqa": CommonsenseQATask,
-    "hellaswag": HellaSwagTask,
-    "arc-challenge": ARCChallengeTask,
-    "gpqa": GPQATask,
-    "gpqa-diamond": lambda: GPQATask("diamond"),
-    "gpqa-extended": lambda: GPQATask("extended"),
-    "quality": QualityTask,
-    "quality-hard": lambda: QualityTask(hard=True),
-    "hh-rlhf": HHRLHFTask,
-    "biographies": BiographiesTask,
-    "chess-validity": ChessValidityTask,
-    "chess-move": ChessMoveTask,
-    "knights": KnightsTask,
-}
-
-
-def _depth(argument: str) -> ChessMoveTask:
-    if not (argument.isascii() and argument.isdigit()) or not argument.strip("0"):
-        raise ConfigError(f"chess-move:<depth> needs a positive integer depth, got {argument[:40]!r}")
-    if len(argument.lstrip("0")) > 6 or int(argument) > MAX_STOCKFISH_DEPTH:
-        raise ConfigError(
-            f"chess-move:<depth>: the Stockfish depth is at most {MAX_STOCKFISH_DEPTH}, got {argument[:40]}"
-        )
-    return ChessMoveTask(depth=int(argument))
-
-
-def _people(argument: str) -> KnightsTask:
-    if not (argument.isascii() and argument.isdigit()) or len(argument) > 6:
-        raise ConfigError(
-            f"knights:<n> needs a number of people from {MIN_PEOPLE} to {MAX_PEOPLE}, got {argument[:40]!r}"
-        )
-    return KnightsTask(int(argument))
-
-
-def _gsm8k_grader(argument: str) -> GSM8KMathVerifyTask:
-    if argument != "math-verify":
-        raise ConfigError(f"gsm8k:<grader>: the grader is math-verify, got {argument[:40]!r}")
-    require_math_verify("gsm8k:math-verify")
-    return GSM8KMathVerifyTask()
-
-
-# name:argument -> a task built from the argument
-PARAMETRISED: dict[str, Callable[[str], Task]] = {
-    "mmlu": lambda argument: MMLUTask([s.strip() for s in argument.split(",")]),
-    "hh-rlhf": lambda argument: HHRLHFTask(subset=argument),
-    "chess-move": _depth,
-    "knights": _people,
-    "gsm8k": _gsm8k_grader,
-}
+from moot.tasks.registry import PARAMETRISED, TASKS
 
 
 def load_local(task: Task, path: str | Path) -> Task:
@@ -118,12 +48,7 @@ def register_task(name: str, factory: Callable[[], Task]) -> None:
     ``get_task``, experiment files, ``moot run --task`` and ``moot tasks``. A plug-in calls it (or declares
     an entry point in the group ``moot.tasks``, see ``moot.plugins``). Registering the same factory again is
     a no-op; a name already taken by another factory, or one that cannot be a task's name, is a ConfigError."""
-    if not name or name != name.strip() or any(c in name for c in ":,= \t\n") or len(name) > 80:
-        raise ConfigError(f"task name {name[:80]!r}: a task's name has no spaces, ':', ',' or '='")
-    known = TASKS.get(name)
-    if known is not None and known is not factory:
-        raise ConfigError(f"task {name!r} is already registered (by {getattr(known, '__module__', '?')})")
-    TASKS[name] = factory
+    TASKS.register(name, factory)
 
 
 def load_installed() -> tuple[str, ...]:
@@ -160,14 +85,13 @@ def new_task(name: str) -> Task:
 
 def get_task(name: str, data: str | Path | None = None) -> Task:
     """The task called ``name``; ``data``: None (offline or generated), "hub", or a local file."""
-    load_installed()  # installed plug-ins (entry points "moot.tasks")
     base, colon, argument = name.partition(":")
     if colon and base in PARAMETRISED:
         task = PARAMETRISED[base](argument)
     elif name in TASKS:
         task = new_task(name)
     else:
-        raise ConfigError(unknown_name("task", name, [*sorted(TASKS), *(f"{p}:..." for p in PARAMETRISED)]))
+        raise ConfigError(unknown_name("task", name, [*sorted(TASKS), *(f"{p}:..." for p in sorted(PARAMETRISED))]))
     if data is None:
         return task
     if str(data) == "hub":

@@ -20,7 +20,9 @@ from collections.abc import Iterable
 from moot.tasks.base import Question
 from moot.tasks.choice import LETTERS, MultipleChoiceTask
 from moot.tasks.csqa import labelled_choices
-from moot.tasks.data import HubDataset, Row, olmo_arrow_rows, olmo_request_docs
+from moot.tasks.data import HubDataset, Row
+from moot.tasks.offline_data import olmo_arrow_rows, olmo_request_docs
+from moot.tasks.registry import TASKS
 
 _PREFIX, _SUFFIX = "Question: ", "\nAnswer:"
 
@@ -83,3 +85,6 @@ class ARCChallengeTask(MultipleChoiceTask):
                 original_labels=original,
             )
         ]
+
+
+TASKS.register("arc-challenge", ARCChallengeTask)

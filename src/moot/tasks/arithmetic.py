@@ -17,6 +17,7 @@ from moot.errors import ConfigError
 from moot.limits import MAX_GENERATED_QUESTIONS, check_at_most
 from moot.tasks.base import Extraction, Question, TaskBase
 from moot.tasks.extract import choi_number, last_number, numbers_equal
+from moot.tasks.registry import TASKS
 from moot.tasks.wording import CHOI_DECIMAL, ChoiWording
 
 LOW, HIGH = 0, 30  # integers are drawn from [LOW, HIGH)
@@ -47,6 +48,7 @@ def restatement(expression: str) -> re.Pattern[str]:
 
 class ArithmeticTask(TaskBase):
     name = "arithmetic"
+    answer_format = "arithmetic"
     description = "evaluate a+b*c+d-e*f over six random integers in [0, 30)"
     splits: tuple[str, ...] = ("generated",)
     answer_instruction = "Make sure to state your answer at the end of the response."
@@ -113,3 +115,6 @@ class ArithmeticTask(TaskBase):
 
     def score(self, answer: str, question: Question) -> bool:
         return numbers_equal(answer, question.gold)
+
+
+TASKS.register("arithmetic", ArithmeticTask)

@@ -179,6 +179,9 @@ class TaskBase:
     accuracy_applies: bool = True
     offline_note: str = "generated"
     metric_uses_judge: bool = False  # its ``metric`` asks the condition's judge model (biographies)
+    # the registered answer format its replies are in (moot.tasks.answer_formats: the paper's and the strict
+    # reader of such replies), or None where no reader but moot's applies
+    answer_format: str | None = None
 
     @property
     def splits(self) -> tuple[str, ...]:

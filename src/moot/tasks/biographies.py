@@ -45,6 +45,7 @@ from moot.errors import ConfigError
 from moot.seeds import derive_seed
 from moot.tasks.base import Extraction, MetricContext, Question, TaskMetric
 from moot.tasks.data import DatasetTask, Row, read_records
+from moot.tasks.registry import TASKS
 from moot.tasks.wording import DebateWording, du_biographies
 
 if TYPE_CHECKING:
@@ -288,3 +289,6 @@ async def judge_biography(
         replies=tuple(replies),
         calls=len(replies),
     )
+
+
+TASKS.register("biographies", BiographiesTask)

@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from moot.errors import ConfigError
-from moot.limits import MAX_GENERATED_QUESTIONS, check_at_most
+from moot.limits import MAX_GENERATED_QUESTIONS, MAX_STOCKFISH_DEPTH, check_at_most
 from moot.seeds import derive_seed
 from moot.tasks.base import DataSource, Extraction, MetricContext, Question, TaskBase, TaskMetric
 from moot.tasks.data import FILE_SPLIT, Row, check_split, file_sha256, read_records, select
+from moot.tasks.registry import PARAMETRISED, TASKS
 from moot.tasks.stockfish import DEFAULT_DEPTH, MoveAnalysis, Stockfish
 
 if TYPE_CHECKING:
@@ -477,3 +478,21 @@ class ChessMoveTask(_ChessTask):
 
     def close(self) -> None:
         self.engine.close()
+
+
+TASKS.register("chess-validity", ChessValidityTask)
+TASKS.register("chess-move", ChessMoveTask)
+
+
+def _depth(argument: str) -> ChessMoveTask:
+    """``chess-move:<depth>``: the Stockfish depth that finds the best move."""
+    if not (argument.isascii() and argument.isdigit()) or not argument.strip("0"):
+        raise ConfigError(f"chess-move:<depth> needs a positive integer depth, got {argument[:40]!r}")
+    if len(argument.lstrip("0")) > 6 or int(argument) > MAX_STOCKFISH_DEPTH:
+        raise ConfigError(
+            f"chess-move:<depth>: the Stockfish depth is at most {MAX_STOCKFISH_DEPTH}, got {argument[:40]}"
+        )
+    return ChessMoveTask(depth=int(argument))
+
+
+PARAMETRISED.register("chess-move", _depth)

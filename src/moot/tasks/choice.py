@@ -137,6 +137,8 @@ class MultipleChoiceTask(DatasetTask):
     choice texts in the order shown.
     """
 
+    answer_format = "choice"
+
     letters = "ABCD"
     intro = DU_INTRO
     answer_instruction = DU_INSTRUCTION

@@ -13,7 +13,9 @@ from collections.abc import Iterable
 
 from moot.tasks.base import Question
 from moot.tasks.choice import MultipleChoiceTask
-from moot.tasks.data import HubDataset, Row, olmo_arrow_rows
+from moot.tasks.data import HubDataset, Row
+from moot.tasks.offline_data import olmo_arrow_rows
+from moot.tasks.registry import TASKS
 
 
 def labelled_choices(row: Row, field: str = "choices", key_field: str = "answerKey") -> tuple[list[str], int]:
@@ -58,3 +60,6 @@ class CommonsenseQATask(MultipleChoiceTask):
                 concept=row.text("question_concept", empty_ok=True) if row.has("question_concept") else None,
             )
         ]
+
+
+TASKS.register("csqa", CommonsenseQATask)

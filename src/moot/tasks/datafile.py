@@ -30,27 +30,19 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Self
 
 from moot.errors import ConfigError
+from moot.registry import Registry
 from moot.tasks.base import DataSource, Extraction, Question, TaskCard
 from moot.tasks.choice import LETTERS, MultipleChoiceTask, choice_letter, field_letter
 from moot.tasks.data import FILE_SPLIT, DatasetTask, Row, file_sha256, read_records
 from moot.tasks.extract import canonical_number, last_number, numbers_equal
 
-Format = Literal["number", "choice", "text"]
-FORMATS: tuple[Format, ...] = ("number", "choice", "text")
-
-# per format: the keys of ``fields`` that must be given, and those that may be
-REQUIRED: dict[str, tuple[str, ...]] = {
-    "number": ("question", "answer"),
-    "choice": ("question", "answer", "choices"),
-    "text": ("question", "answer"),
-}
-OPTIONAL = ("id",)
+OPTIONAL = ("id",)  # the key of ``fields`` every format may be given; each format names those it needs
 CHOICE_SEPARATOR = "|"  # joins the choices in one CSV cell
 MIN_CHOICES = 2
 NUMBER_REQUEST = "Make sure to state your answer at the end of the response."
@@ -59,7 +51,7 @@ TEXT_REQUEST = 'Make sure to state your answer at the end of the response, as "A
 
 def fields_problem(format: str, fields: Mapping[str, str]) -> str | None:
     """Why ``fields`` does not suit ``format`` (a key missing or unknown, a column name empty), or None."""
-    required = REQUIRED[format]
+    required = FILE_FORMATS.lookup(format).required
     missing = [key for key in required if key not in fields]
     if missing:
         return f"format {format} needs fields {', '.join(missing)} (the file's column for each)"
@@ -140,7 +132,9 @@ class DataFileTask(DatasetTask):
     """A task read from a user's data file: the rows as the format reads them, the columns ``fields``
     names, the prompt ``prompt`` renders. Built (and its file read and checked) by ``data_file_task``."""
 
-    format: Format
+    format: ClassVar[str]
+    required: ClassVar[tuple[str, ...]] = ("question", "answer")  # the keys ``fields`` must give
+    score: Callable[[str, Question], bool]  # each format's own comparison (a method of every format's class)
     answer_instruction: str
     description = "questions from a data file"
     licence = "unknown (a local file)"
@@ -220,7 +214,7 @@ class DataFileTask(DatasetTask):
 class NumberFileTask(DataFileTask):
     """``format = "number"``: a numeric gold, the last number of a reply, numeric equality."""
 
-    format: Format = "number"
+    format = "number"
     answer_instruction = NUMBER_REQUEST
     metric_description = "accuracy (numeric equality)"
 
@@ -248,7 +242,7 @@ class NumberFileTask(DataFileTask):
 class TextFileTask(DataFileTask):
     """``format = "text"``: a string gold, the reply's stated answer, normalised exact match."""
 
-    format: Format = "text"
+    format = "text"
     answer_instruction = TEXT_REQUEST
     metric_description = (
         "accuracy (normalised exact match, as SQuAD: lower case, punctuation and articles removed, "
@@ -276,7 +270,8 @@ class ChoiceFileTask(DataFileTask, MultipleChoiceTask):
     """``format = "choice"``: lettered choices in Du et al.'s MMLU wording; a reply's letter must be one
     of its question's."""
 
-    format: Format = "choice"
+    format = "choice"
+    required = ("question", "answer", "choices")
     letters = LETTERS
     metric_description = "accuracy (the chosen letter)"
 
@@ -341,25 +336,35 @@ class ChoiceFileTask(DataFileTask, MultipleChoiceTask):
         return Extraction.of(field_letter(text, question, letters))
 
 
-FileTask = NumberFileTask | ChoiceFileTask | TextFileTask
-TASK_CLASSES: dict[str, type[NumberFileTask] | type[ChoiceFileTask] | type[TextFileTask]] = {
-    "number": NumberFileTask,
-    "choice": ChoiceFileTask,
-    "text": TextFileTask,
-}
+def _format_problem(name: str) -> str | None:
+    return None if name.isidentifier() else f"a data file format's name is one word, got {name!r}"
+
+
+# name -> the task class that reads a data file in that format (a plug-in may register its own)
+FILE_FORMATS: Registry[type[DataFileTask]] = Registry("format", check_name=_format_problem)
+for _cls in (NumberFileTask, ChoiceFileTask, TextFileTask):
+    FILE_FORMATS.register(_cls.format, _cls)
+
+
+def unknown_format(format: str) -> str | None:
+    """'unknown format ...; choose ...' when no data-file format is registered as ``format``, else None."""
+    if format in FILE_FORMATS:
+        return None
+    known = list(FILE_FORMATS)
+    return f"unknown format {format!r}; choose {', '.join(known[:-1])} or {known[-1]}"
 
 
 def data_file_task(
     name: str, path: str | Path, format: str, fields: Mapping[str, str], prompt: str | None = None
-) -> FileTask:
+) -> DataFileTask:
     """The task of ``format`` over the data file ``path`` (JSONL, CSV or Parquet), reading the columns
     ``fields`` names; the file is read and every row checked now (a bad row is a ConfigError naming the
     file, the row and the field)."""
-    if format not in TASK_CLASSES:
-        raise ConfigError(f"unknown format {format!r}; choose number, choice or text")
+    if (problem := unknown_format(format)) is not None:
+        raise ConfigError(problem)
     problem = fields_problem(format, fields) or (prompt_problem(prompt, fields) if prompt is not None else None)
     if problem is not None:
         raise ConfigError(problem)
-    task = TASK_CLASSES[format](name, path, fields, prompt)
+    task = FILE_FORMATS[format](name, path, fields, prompt)
     task.items()
     return task

@@ -21,6 +21,7 @@ from moot.seeds import derive_seed
 from moot.tasks.base import DataSource, Question
 from moot.tasks.choice import MultipleChoiceTask
 from moot.tasks.data import OFFLINE, HubDataset, Row
+from moot.tasks.registry import TASKS
 
 VARIANTS = {"main": "gpqa_main", "diamond": "gpqa_diamond", "extended": "gpqa_extended"}
 ANSWER_FIELDS = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
@@ -80,3 +81,8 @@ class GPQATask(MultipleChoiceTask):
                 order=order,
             )
         ]
+
+
+TASKS.register("gpqa", GPQATask)
+TASKS.register("gpqa-diamond", lambda: GPQATask("diamond"))
+TASKS.register("gpqa-extended", lambda: GPQATask("extended"))

@@ -19,10 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from moot.errors import ConfigError
 from moot.tasks.base import Extraction, Question
-from moot.tasks.data import DatasetTask, HubDataset, Row, olmo_request_docs
+from moot.tasks.data import DatasetTask, HubDataset, Row
 from moot.tasks.extract import canonical_number, choi_number, last_number, numbers_equal, stated_answer
+from moot.tasks.mathgrade import require_math_verify
 from moot.tasks.numeric import leading_answer
+from moot.tasks.offline_data import olmo_request_docs
+from moot.tasks.registry import PARAMETRISED, TASKS
 from moot.tasks.wording import CHOI_NUMBER, ChoiWording, DebateWording, du_gsm8k
 
 _GOLD = re.compile(r"####\s*(?P<number>[^\n]+?)\s*$")
@@ -66,6 +70,7 @@ def gsm8k_answer(text: str) -> str | None:
 
 class GSM8KTask(DatasetTask):
     name = "gsm8k"
+    answer_format = "gsm8k"
     description = "grade-school maths word problems with a numeric answer (Cobbe et al. 2021)"
     data_splits = ("test", "train")
     offline_splits = ("test",)
@@ -117,3 +122,17 @@ class GSM8KMathVerifyTask(GSM8KTask):
         from moot.tasks.mathgrade import shared_grader
 
         return shared_grader().equivalent(answer, question.gold, f"{self.name} {question.id}")
+
+
+TASKS.register("gsm8k", GSM8KTask)
+
+
+def _gsm8k_grader(argument: str) -> GSM8KMathVerifyTask:
+    """``gsm8k:math-verify``: GSM8K graded by the MATH task's grader."""
+    if argument != "math-verify":
+        raise ConfigError(f"gsm8k:<grader>: the grader is math-verify, got {argument[:40]!r}")
+    require_math_verify("gsm8k:math-verify")
+    return GSM8KMathVerifyTask()
+
+
+PARAMETRISED.register("gsm8k", _gsm8k_grader)

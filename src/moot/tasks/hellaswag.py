@@ -17,7 +17,9 @@ from collections.abc import Iterable
 
 from moot.tasks.base import Question
 from moot.tasks.choice import MultipleChoiceTask
-from moot.tasks.data import HubDataset, Row, olmo_arrow_rows
+from moot.tasks.data import HubDataset, Row
+from moot.tasks.offline_data import olmo_arrow_rows
+from moot.tasks.registry import TASKS
 from moot.tasks.wording import ChoiWording, choi_choice_wording, choi_choices
 
 _BRACKETED = re.compile(r"\[.*?\]")
@@ -74,3 +76,6 @@ class HellaSwagTask(MultipleChoiceTask):
                 activity=row.text("activity_label"),
             )
         ]
+
+
+TASKS.register("hellaswag", HellaSwagTask)

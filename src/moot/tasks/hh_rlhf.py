@@ -20,6 +20,7 @@ from moot.seeds import derive_seed
 from moot.tasks.base import DataSource, Question
 from moot.tasks.choice import MultipleChoiceTask
 from moot.tasks.data import OFFLINE, HubDataset, Row
+from moot.tasks.registry import PARAMETRISED, TASKS
 from moot.tasks.wording import ChoiWording, choi_choice_wording
 
 SUBSETS = ("harmless-base", "helpful-base", "helpful-online", "helpful-rejection-sampled")
@@ -115,3 +116,14 @@ class HHRLHFTask(MultipleChoiceTask):
         """Choi et al.'s HH-RLHF question (src/data/hh_rlhf.py) over moot's pair layout: the shared turns
         once, then where the conversations differ as (A) and (B) (theirs shows both whole)."""
         return choi_choice_wording(f"{CHOI_HH}\n\n{question.prompt}\n\n")
+
+
+TASKS.register("hh-rlhf", HHRLHFTask)
+
+
+def _subset(argument: str) -> HHRLHFTask:
+    """``hh-rlhf:<subset>`` (e.g. harmless-base)."""
+    return HHRLHFTask(subset=argument)
+
+
+PARAMETRISED.register("hh-rlhf", _subset)

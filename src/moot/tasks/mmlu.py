@@ -19,7 +19,9 @@ from collections.abc import Iterable, Sequence
 from moot.errors import ConfigError
 from moot.tasks.base import DataSource, Question
 from moot.tasks.choice import DU_INTRO, MultipleChoiceTask
-from moot.tasks.data import OFFLINE, HubDataset, Row, hub_rows, olmo_arrow_rows
+from moot.tasks.data import OFFLINE, HubDataset, Row, hub_rows
+from moot.tasks.offline_data import olmo_arrow_rows
+from moot.tasks.registry import PARAMETRISED, TASKS
 
 SUBJECTS = (
     "abstract_algebra",
@@ -97,6 +99,7 @@ def check_subjects(subjects: Sequence[str]) -> tuple[str, ...]:
 
 
 class MMLUTask(MultipleChoiceTask):
+    answer_format = "mmlu"
     description = "four-choice questions in 57 subjects (Hendrycks et al. 2021)"
     data_splits = ("test", "validation", "dev")
     offline_splits = data_splits
@@ -151,3 +154,16 @@ class MMLUTask(MultipleChoiceTask):
                 subject=subject,
             )
         ]
+
+
+TASKS.register("mmlu", MMLUTask)
+for _preset in PRESETS:
+    TASKS.register(_preset, lambda name=_preset: MMLUTask(PRESETS[name], name=name))  # type: ignore[misc]
+
+
+def _subjects(argument: str) -> MMLUTask:
+    """``mmlu:<subject>[,<subject>...]``."""
+    return MMLUTask([s.strip() for s in argument.split(",")])
+
+
+PARAMETRISED.register("mmlu", _subjects)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from moot.tasks.base import DataSource, Question
 from moot.tasks.choice import MultipleChoiceTask
 from moot.tasks.data import OFFLINE, HubDataset, Row
+from moot.tasks.registry import TASKS
 
 
 class QualityTask(MultipleChoiceTask):
@@ -72,3 +73,7 @@ class QualityTask(MultipleChoiceTask):
         stem = f"{row.text('article').strip()}\n\nQuestion: {row.text('question').strip()}"
         options = row.texts("options", min_count=4, max_count=4)
         return [self.choice_question(row, f"quality-{split}-{index}", stem, options, row.integer("answer"), "answer")]
+
+
+TASKS.register("quality", QualityTask)
+TASKS.register("quality-hard", lambda: QualityTask(hard=True))

@@ -20,7 +20,8 @@ from moot.backends.config import BackendConfig, LocalBackendConfig
 from moot.errors import MootError
 from moot.limits import MAX_AGENTS, MAX_ROUNDS, SEED_RANGE
 from moot.models import REGISTRY, unknown_model
-from moot.runner.config import StrictModel, _format_error, read_toml
+from moot.runner.config import StrictModel
+from moot.runner.config_files import _format_error, read_toml
 from moot.training.types import GRPOSettings
 
 GENERATED = "generated"  # the split of a task that generates its questions (arithmetic, chess)

@@ -31,7 +31,8 @@ from moot.backends.scripted import ScriptedBackend
 from moot.calls import Caller
 from moot.debate.agents import Agent, AgentSpec, Sampling
 from moot.debate.engine import run_debate
-from moot.debate.protocols import ProtocolSpec, resolve_protocol
+from moot.debate.protocol_presets import resolve_protocol
+from moot.debate.protocols import ProtocolSpec
 from moot.debate.records import Turn
 from moot.outputs import write_output
 from moot.seeds import derive_seed

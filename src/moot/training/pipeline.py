@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from moot.errors import ConfigError
 from moot.outputs import write_output
-from moot.runner.config import _format_error
+from moot.runner.config_files import _format_error
 from moot.safe_files import check_folder
 from moot.tasks.base import Question, Task
 from moot.training.config import GENERATED, StageConfig, TrainConfig
@@ -317,7 +317,7 @@ def evaluation_experiment(config: TrainConfig, questions: Sequence[Question], ad
 
 
 def _preset_agents(protocol: str) -> int:
-    from moot.debate.protocols import resolve_protocol
+    from moot.debate.protocol_presets import resolve_protocol
 
     return resolve_protocol(protocol).agents
 

@@ -32,7 +32,9 @@ Its modules, by job; every name is importable from ``moot.runner.store`` itself:
 - ``schema``: the tables (``SCHEMA``, ``SCHEMA_VERSION``, ``TABLES``), the metadata table, ``MIGRATIONS``;
 - ``lock``: ``StoreLock``, ``lock_path``, ``lock_holder``;
 - ``codec``: the JSON layouts of requests, replies, votes and turns, to and from the engine's records;
-- ``run_store``: ``RunStore``, which opens, writes and reads a store.
+- ``run_store``: ``RunStore``, which opens, writes and reads a store: its opening, metadata and sessions,
+  built on ``connection`` (its SQLite connection and transactions), ``call_tables`` (its calls) and
+  ``result_tables`` (its questions, turns and results).
 """
 
 from moot.runner.store.codec import _vote as _vote  # the JSON layout of a vote, which tests/test_prompts.py checks

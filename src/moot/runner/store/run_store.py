@@ -1,6 +1,10 @@
 """``RunStore``: a run's SQLite file, opened to create, to write (resuming, migrating an older schema) or
 to read (read-only, see ``moot.runner.store``); it writes the engine's records (calls, questions, turns and
-results, sessions, metadata) and reads the same types back (``moot.runner.records``)."""
+results, sessions, metadata) and reads the same types back (``moot.runner.records``).
+
+This module holds how a store is opened (created, checked, migrated), its metadata and sessions, and its tables
+as stored (for export and merge); ``RunStore`` inherits its connection (``connection``), its calls
+(``call_tables``) and its questions, turns and results (``result_tables``)."""
 
 from __future__ import annotations
 
@@ -8,30 +12,19 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, fields, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moot import __version__
 from moot.errors import MootError
 from moot.outputs import SQLITE_HEADER
-from moot.redact import redact
-from moot.runner.records import CallError, RunListing, RunMeta, Session, StoredCall, StoredModel, StoredResult
-from moot.runner.store.codec import (
-    TextSafeConnection,
-    _record,
-    _turn,
-    _turn_row,
-    _vote,
-    _vote_json,
-    reply_from_json,
-    reply_to_json,
-    request_to_json,
-    to_json,
-)
+from moot.runner.records import RunListing, RunMeta, Session, StoredModel
+from moot.runner.store.call_tables import CallTables
+from moot.runner.store.codec import to_json
 from moot.runner.store.errors import _FAULTS, StoreError, _guarded, _store_error
 from moot.runner.store.lock import StoreLock, in_use, lock_holder
+from moot.runner.store.result_tables import ResultTables
 from moot.runner.store.schema import (
     MIGRATIONS,
     SCHEMA,
@@ -46,58 +39,11 @@ from moot.runner.store.schema import (
 if TYPE_CHECKING:
     # imported where they are used, so that opening a store and listing it (`moot runs`) loads no pydantic
     # model, protocol, backend or task code
-    from moot.backends.base import GenerationRequest, Reply
-    from moot.debate.records import DebateResult, Turn
     from moot.runner.config import ResolvedCondition
-    from moot.tasks.base import Question
-
-# whether a provider batch answered a stored call (its reply's JSON is parsed only when it holds the key)
-BATCHED_SQL = (
-    "CASE WHEN instr(reply, '\"batch\"') THEN json_extract(reply, '$.samples[0].batch') IS NOT NULL ELSE 0 END"
-)
-# a stored call's cached prompt tokens: the sum of its samples' ``cached_tokens``, 0 where none reported (a reply's
-# JSON is parsed only when it holds the key)
-CACHED_TOKENS_SQL = (
-    "CASE WHEN instr(reply, '\"cached_tokens\"') "
-    "THEN (SELECT TOTAL(json_extract(value, '$.cached_tokens')) FROM json_each(reply, '$.samples')) ELSE 0 END"
-)
 
 
-class RunStore:
+class RunStore(CallTables, ResultTables):
     """A run's SQLite file. Open with ``RunStore.create`` (new) or ``RunStore.open`` (existing)."""
-
-    def __init__(self, path: Path, connection: sqlite3.Connection):
-        self.path = path
-        self._db = connection
-        self.session: int = 0
-
-    @staticmethod
-    def _connect(path: Path | str) -> sqlite3.Connection:
-        """A connection to write the store at ``path`` (":memory:": a copy in memory); every text it binds
-        passes ``codec.store_text``."""
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=TextSafeConnection)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA busy_timeout=10000")
-        return db
-
-    @staticmethod
-    def _connect_readonly(path: Path) -> sqlite3.Connection:
-        """A read-only connection that changes nothing on disk (see ``moot.runner.store``'s docstring).
-
-        With no -wal or -journal file beside it and no other process holding it, the file is read as
-        immutable: SQLite then creates no -wal/-shm file, even for a store in WAL mode."""
-        beside = [path.with_name(path.name + suffix) for suffix in ("-wal", "-journal")]
-        immutable = not any(p.exists() for p in beside) and lock_holder(path) in (None, os.getpid())
-        uri = path.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
-        try:
-            db = sqlite3.connect(
-                uri, uri=True, isolation_level=None, check_same_thread=False, factory=TextSafeConnection
-            )
-            db.execute("PRAGMA busy_timeout=10000")
-        except _FAULTS as exc:
-            raise _store_error(path, exc) from None
-        return db
 
     @staticmethod
     def _head(path: Path) -> bytes:
@@ -295,41 +241,6 @@ class RunStore:
             _set_meta(db, "schema_version", SCHEMA_VERSION)
             _set_meta(db, "migrated_from", start)
 
-    @_guarded
-    def close(self) -> None:
-        self._db.close()
-
-    # -- transactions -----------------------------------------------------------------
-    class _Tx:
-        def __init__(self, db: sqlite3.Connection):
-            self.db = db
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.db.execute("BEGIN IMMEDIATE")
-            return self.db
-
-        def __exit__(self, kind: Any, *_: Any) -> None:
-            # SQLite may have rolled back already (a full disk): a second ROLLBACK would hide the cause
-            if kind is not None:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                return
-            try:
-                self.db.execute("COMMIT")
-            except sqlite3.Error:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
-
-    def _transaction(self) -> RunStore._Tx:
-        return RunStore._Tx(self._db)
-
-    def _select(self, sql: str, *args: Any) -> Iterator[sqlite3.Row]:
-        """Rows by column name (sqlite3.Row), for the typed readers below."""
-        cursor = self._db.cursor()
-        cursor.row_factory = sqlite3.Row
-        return cursor.execute(sql, args)
-
     # -- metadata ---------------------------------------------------------------------
     @_guarded
     def meta(self) -> dict[str, Any]:
@@ -487,283 +398,6 @@ class RunStore:
             )
             for r in self._select("SELECT * FROM sessions ORDER BY id")
         ]
-
-    # -- questions --------------------------------------------------------------------
-    @_guarded
-    def add_questions(self, task: str, questions: Sequence[Any]) -> None:
-        with self._transaction() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO questions VALUES (?, ?, ?, ?, ?)",
-                [(task, q.id, q.prompt, q.gold, to_json(q.metadata)) for q in questions],
-            )
-
-    @_guarded
-    def questions(self) -> dict[tuple[str, str], Question]:
-        """(task, question id) -> question, in the run's question order."""
-        from moot.tasks.base import Question
-
-        return {
-            (r["task"], r["question_id"]): Question(r["question_id"], r["prompt"], r["gold"], json.loads(r["metadata"]))
-            for r in self._select("SELECT * FROM questions ORDER BY rowid")
-        }
-
-    # -- calls ------------------------------------------------------------------------
-    @_guarded
-    def cached_call(self, key: str, session: int | None = None) -> tuple[str, Reply] | None:
-        """The latest stored call made for call key ``key`` (of ``session`` only, when given): the key
-        it is stored under and its reply; None when there is none.
-
-        A call made again for a key already stored (``--no-cache``) is stored beside the earlier ones
-        under ``KEY~SESSION`` (``add_call``), so that turns keep pointing to the calls they used."""
-        where = "(key = ? OR (key > ? AND key < ?))" + (" AND session = ?" if session is not None else "")
-        args: tuple[Any, ...] = (key, key + "~", key + "~\x7f") + ((session,) if session is not None else ())
-        row = self._db.execute(f"SELECT key, reply FROM calls WHERE {where} ORDER BY rowid DESC LIMIT 1", args)
-        found = row.fetchone()
-        return (found[0], reply_from_json(found[1])) if found else None
-
-    def cached_reply(self, key: str) -> Reply | None:
-        """The reply of the latest stored call for ``key``, or None."""
-        found = self.cached_call(key)
-        return found[1] if found else None
-
-    @_guarded
-    def add_call(self, key: str, place: dict[str, Any], request: GenerationRequest, reply: Reply) -> str:
-        """Record a completed call and return the key it is stored under: ``key``, or, when a call is
-        already stored under it (a call made again, ``--no-cache``), ``KEY~SESSION`` beside it.
-        Nothing stored is ever replaced."""
-        with self._transaction() as db:
-            stored, n = key, 1
-            while db.execute("SELECT 1 FROM calls WHERE key = ?", (stored,)).fetchone() is not None:
-                stored = f"{key}~{self.session}" + (f".{n}" if n > 1 else "")
-                n += 1
-            db.execute(
-                "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    stored,
-                    place["condition"],
-                    place["task"],
-                    place["question_id"],
-                    place["seed"],
-                    place["round"],
-                    place["agent"],
-                    request.n,
-                    place["backend"],
-                    reply.model,
-                    place["model_name"],
-                    request_to_json(request),
-                    reply_to_json(reply),
-                    reply.prompt_tokens,
-                    reply.completion_tokens,
-                    sum(s.latency_s for s in reply.samples),
-                    self.session,
-                    time.time(),
-                ),
-            )
-        return stored
-
-    @_guarded
-    def add_call_error(self, key: str, place: dict[str, Any], error: str) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "INSERT INTO call_errors (key, condition, task, question_id, seed, round, agent, error, session, "
-                "created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (
-                    key,
-                    place["condition"],
-                    place["task"],
-                    place["question_id"],
-                    place["seed"],
-                    place["round"],
-                    place["agent"],
-                    redact(error),
-                    self.session,
-                    time.time(),
-                ),
-            )
-
-    @_guarded
-    def calls(self) -> list[StoredCall]:
-        """Every completed call, in the order they were stored (request and reply left out)."""
-        return list(self.iter_calls())
-
-    @_guarded
-    def iter_calls(self) -> Iterator[StoredCall]:
-        """``calls()`` one at a time (a large run's report keeps none of them)."""
-        columns = ", ".join(f.name for f in fields(StoredCall) if f.name not in ("batched", "cached_tokens"))
-        for row in self._db.execute(f"SELECT {columns}, {BATCHED_SQL}, {CACHED_TOKENS_SQL} FROM calls ORDER BY rowid"):
-            *stored, batched_call, cached = row
-            yield replace(StoredCall(*stored), batched=bool(batched_call), cached_tokens=int(cached))
-
-    @_guarded
-    def cached_prompt_tokens(self) -> dict[tuple[str, str, str, int], int]:
-        """(condition, task, question id, seed) -> the cached prompt tokens of the calls its result's turns used
-        (``Sample.cached_tokens``, as the server reported them; a sample that reported none counts 0). A result
-        none of whose calls reported a cached token is left out."""
-        rows = self._db.execute(
-            f"SELECT t.condition, t.task, t.question_id, t.seed, SUM({CACHED_TOKENS_SQL}) FROM turns t "
-            "JOIN calls c ON c.key = t.call_key GROUP BY t.condition, t.task, t.question_id, t.seed"
-        )
-        return {(c, t, q, s): int(n) for c, t, q, s, n in rows if n}
-
-    @_guarded
-    def round0_requests(self) -> Iterator[tuple[str, str, str, int, str, str, dict[str, Any]]]:
-        """(condition, task, question id, seed, agent, model name, request) of every round-0 agent turn: what each
-        arm first asked, for matching arms to the vote pools sampled with the same request. A diversity-aware
-        round 0's kept candidates are its turns (one request, several seeds)."""
-        rows = self._db.execute(
-            "SELECT t.condition, t.task, t.question_id, t.seed, t.agent, c.model_name, c.request FROM turns t "
-            "JOIN calls c ON c.key = t.call_key WHERE t.round = 0 ORDER BY t.rowid"
-        )
-        for condition, task, question, seed, agent, model, request in rows:
-            yield condition, task, question, seed, agent, model, json.loads(request)
-
-    @_guarded
-    def call_errors(self) -> list[CallError]:
-        columns = ", ".join(f.name for f in fields(CallError))
-        rows = self._db.execute(f"SELECT {columns} FROM call_errors ORDER BY id")
-        return [CallError(*row) for row in rows]
-
-    # -- results ----------------------------------------------------------------------
-    @_guarded
-    def done(self) -> dict[tuple[str, str, str, int], str]:
-        """(condition, task, question id, seed) -> status of every stored result."""
-        rows = self._db.execute("SELECT condition, task, question_id, seed, status FROM results")
-        return {(c, t, q, s): status for c, t, q, s, status in rows}
-
-    @_guarded
-    def add_result(
-        self,
-        condition: str,
-        task: str,
-        seed: int,
-        result: DebateResult,
-        call_keys: dict[tuple[int, str], str],
-        metric: float | None = None,
-        metric_detail: Any = None,
-    ) -> None:
-        """Store a question's turns and result in one transaction (replacing an earlier error result).
-
-        ``metric`` is a task's own score where accuracy does not apply (biographies: fact precision),
-        with ``metric_detail`` (JSON-serialisable) behind it."""
-        q = result.question
-        where = (condition, task, q.id, seed)
-        with self._transaction() as db:
-            db.execute("DELETE FROM turns WHERE condition=? AND task=? AND question_id=? AND seed=?", where)
-            db.execute("DELETE FROM results WHERE condition=? AND task=? AND question_id=? AND seed=?", where)
-            for record in result.rounds:
-                for t in record.turns:
-                    db.execute(
-                        "INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        _turn_row(where, t, call_keys.get((t.round, t.agent), "")),
-                    )
-            final_judge = to_json(asdict(result.final_judge)) if result.final_judge else None
-            db.execute(
-                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    *where,
-                    result.final_answer,
-                    result.status.value,
-                    int(result.correct),
-                    result.rounds_used,
-                    str(result.stop_reason),  # its plain name, as every store holds it
-                    result.error,
-                    to_json([_vote_json(r) for r in result.rounds]),
-                    final_judge,
-                    self.session,
-                    metric,
-                    to_json(metric_detail) if metric_detail is not None else None,
-                    result.protocol,
-                ),
-            )
-
-    @_guarded
-    def results(self) -> list[StoredResult]:
-        """Every stored result with its rounds, in the run's order: question, seed, then condition.
-
-        A result whose question or condition the store does not list (a hand-edited store) comes
-        after those it lists, with an empty prompt and gold."""
-        return list(self.iter_results())
-
-    @_guarded
-    def iter_results(self) -> Iterator[StoredResult]:
-        """``results()`` one at a time, in the same order, each read with its own turns: memory stays that
-        of one result however large the run (a report of a 20,000-question run)."""
-        from moot.tasks.base import Question
-
-        questions = self.questions()
-        ordered = (
-            "SELECT r.* FROM results r"
-            " LEFT JOIN questions q ON q.task = r.task AND q.question_id = r.question_id"
-            " LEFT JOIN conditions c ON c.name = r.condition"
-            " ORDER BY q.rowid IS NULL, q.rowid, r.seed, c.rowid IS NULL, c.rowid, r.rowid"
-        )
-        for row in self._select(ordered):
-            question = questions.get((row["task"], row["question_id"])) or Question(row["question_id"], "", "")
-            yield self._stored_result(row, question)
-
-    @_guarded
-    def result(self, condition: str, task: str, question_id: str, seed: int) -> StoredResult | None:
-        """One stored result with its rounds, as ``iter_results`` reads it; None if it is not stored."""
-        from moot.tasks.base import Question
-
-        where = "condition = ? AND task = ? AND question_id = ? AND seed = ?"
-        row = next(self._select(f"SELECT * FROM results WHERE {where}", condition, task, question_id, seed), None)
-        if row is None:
-            return None
-        q = next(self._select("SELECT * FROM questions WHERE task = ? AND question_id = ?", task, question_id), None)
-        question = (
-            Question(question_id, q["prompt"], q["gold"], json.loads(q["metadata"]))
-            if q is not None
-            else Question(question_id, "", "")
-        )
-        return self._stored_result(row, question)
-
-    def _stored_result(self, row: sqlite3.Row, question: Question) -> StoredResult:
-        """A results row read with its turns and rounds."""
-        from moot.debate.records import (
-            DebateResult,
-            FinalStatus,
-            JudgeVerdict,
-            PoolRecord,
-            RetentionRecord,
-            RoundRecord,
-            StopReason,
-        )
-
-        unit = (row["condition"], row["task"], row["question_id"], row["seed"])
-        turns: dict[int, list[Turn]] = {}
-        keys: dict[tuple[int, str], str] = {}
-        where = "condition = ? AND task = ? AND question_id = ? AND seed = ?"
-        for t in self._select(f"SELECT * FROM turns WHERE {where} ORDER BY rowid", *unit):
-            turns.setdefault(t["round"], []).append(_turn(t))
-            keys[(t["round"], t["agent"])] = t["call_key"]
-        votes = {v["round"]: v for v in json.loads(row["votes"])}
-        rounds = tuple(
-            RoundRecord(
-                index=i,
-                turns=tuple(ts),
-                vote=_vote(votes[i]),
-                judge=_record(JudgeVerdict, votes[i]["judge"]) if votes[i]["judge"] else None,
-                pool=_record(PoolRecord, votes[i]["pool"]) if votes[i]["pool"] else None,
-                retention=_record(RetentionRecord, votes[i]["retention"]) if votes[i]["retention"] else None,
-            )
-            for i, ts in sorted(turns.items())
-        )
-        result = DebateResult(
-            question=question,
-            protocol=row["protocol"],
-            rounds=rounds,
-            final_answer=row["final_answer"],
-            status=FinalStatus(row["status"]),
-            correct=bool(row["correct"]),
-            stop_reason=StopReason(row["stop_reason"]),  # stored as its plain name
-            error=row["error"],
-            final_judge=_record(JudgeVerdict, json.loads(row["final_judge"])) if row["final_judge"] else None,
-        )
-        detail = json.loads(row["metric_detail"]) if row["metric_detail"] is not None else None
-        return StoredResult(
-            row["condition"], row["task"], row["seed"], result, row["session"], row["metric"], detail, keys
-        )
 
     @_guarded
     def select(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:

@@ -127,7 +127,8 @@ def _redump_conditions(db: sqlite3.Connection) -> tuple[Any, ...]:
     resumable. The hash is replaced only when the stored form still gives the stored hash (same task
     data files): otherwise a resume refuses the store, as it did before."""
     from moot.debate.registry import STORED
-    from moot.runner.config import ExperimentConfig, ResolvedCondition, fingerprint_hash, results_fingerprint
+    from moot.runner.config import ExperimentConfig, ResolvedCondition
+    from moot.runner.config_resolve import fingerprint_hash, results_fingerprint
 
     meta = _meta(db)
     rows = db.execute("SELECT name, config FROM conditions ORDER BY rowid").fetchall()

@@ -49,6 +49,14 @@ def test_a_class_of_the_same_name_from_another_module_is_another_definition() ->
     assert same_definition(one, again)
 
 
+def test_an_equal_record_made_again_is_the_same_and_another_is_refused() -> None:
+    registry: Registry[AnswerFormat] = Registry("answer format")
+    registry.register("f", AnswerFormat(None, str.upper))
+    registry.register("f", AnswerFormat(None, str.upper))  # its module run again: equal
+    with pytest.raises(ConfigError, match="answer format 'f' is already registered"):
+        registry.register("f", AnswerFormat(None, str.lower))
+
+
 def test_two_lambdas_of_one_module_are_told_apart_by_their_source() -> None:
     make_one = lambda: 1  # noqa: E731
     make_two = lambda: 2  # noqa: E731

@@ -34,8 +34,9 @@ def same_definition(known: Any, new: Any) -> bool:
     """Whether ``new`` may take the name ``known`` is registered under: the same object; the same definition
     (its module run again: same module and qualified name); or a definition of the same name whose source is the
     same text (a copy of one plug-in file loaded from another path: a notebook running two experiments that each
-    carry it). Anything else would silently replace what every run of that name means."""
-    if known is new:
+    carry it), or an equal value (a record such as an answer format, made again). Anything else would silently
+    replace what every run of that name means."""
+    if known is new or (not isinstance(known, type) and known == new):
         return True
     (k_module, k_name), (n_module, n_name) = [
         (getattr(x, "__module__", None), getattr(x, "__qualname__", None)) for x in (known, new)
